@@ -1,0 +1,81 @@
+// HAL: a collective communication library bound to one communicator (the
+// ranks of one process set) on one device kind.
+//
+// Contract for every collective below:
+//  - collective: every rank of the communicator calls it, in the same order;
+//  - blocking: returns when this rank's output is complete and its inputs may
+//    be reused;
+//  - buffers are device memory of the backend's device, owned by the caller;
+//  - counts are elements, byte counts are bytes; zero-length is legal;
+//  - a peer failure or timeout returns a non-OK Status (never hangs forever).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/util/status.h"
+
+namespace hvda {
+
+class Store;
+
+enum class CollectiveKind : int32_t {
+  kAllreduce = 0,
+  kAllgather = 1,
+  kBroadcast = 2,
+  kAlltoall = 3,
+  kReducescatter = 4,
+  kBarrier = 5,
+};
+
+class CollectiveBackend {
+ public:
+  virtual ~CollectiveBackend() = default;
+  virtual const char* name() const = 0;  // "shm", "gloo", ...
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Whether this backend implements (kind, dtype, op). op is ignored for
+  // non-reducing kinds. Average is never passed (the core does Sum + scale).
+  virtual bool Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const = 0;
+
+  // In place: buffer holds this rank's input and receives the reduction.
+  virtual Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) = 0;
+
+  // out = concat over ranks r of (bytes_per_rank[r] bytes of rank r's input).
+  // in holds bytes_per_rank[rank()] bytes. out may not alias in.
+  virtual Status Allgatherv(const void* in, void* out,
+                            const std::vector<int64_t>& bytes_per_rank) = 0;
+
+  // In place; root is a rank of this communicator.
+  virtual Status Broadcast(void* buffer, int64_t bytes, int root) = 0;
+
+  // send_bytes[r] bytes of in (consecutive, in rank order) go to rank r;
+  // recv_bytes[r] bytes from rank r land consecutively in out, in rank order.
+  virtual Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                           const std::vector<int64_t>& recv_bytes) = 0;
+
+  // in holds sum(counts_per_rank) elements; rank r receives the reduction of
+  // its segment (counts_per_rank[r] elements at offset sum(counts[<r])) in out.
+  virtual Status Reducescatter(const void* in, void* out,
+                               const std::vector<int64_t>& counts_per_rank, DataType dtype,
+                               ReduceOp op) = 0;
+
+  virtual Status Barrier() = 0;
+};
+
+// How a backend is created for one communicator.
+struct CommunicatorSpec {
+  Store* store = nullptr;    // borrowed; valid during Create only
+  std::string prefix;        // unique store-key prefix for this communicator
+  int rank = 0;              // rank within the communicator
+  int size = 1;
+  std::vector<int> global_ranks;    // global rank of each communicator rank
+  std::vector<std::string> hosts;   // host name of each communicator rank
+  double timeout_seconds = 30.0;
+};
+
+}  // namespace hvda

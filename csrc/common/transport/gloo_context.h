@@ -1,0 +1,20 @@
+// Builds a connected Gloo context for one communicator over our Store.
+// Shared by the controller transport and the CPU Gloo collective backend.
+#pragma once
+
+#include <memory>
+
+#include <gloo/context.h>
+
+#include "common/hal/collective_backend.h"
+#include "common/util/status.h"
+
+namespace hvda {
+
+// Blocks until every rank of spec has connected (full mesh over TCP) or the
+// timeout passes. Env HOROVOD_GLOO_IFACE picks the NIC (default: loopback
+// when all ranks share this host, else the hostname's address).
+Status CreateGlooContext(const CommunicatorSpec& spec, const std::string& iface,
+                         std::shared_ptr<gloo::Context>* out);
+
+}  // namespace hvda
