@@ -1,0 +1,45 @@
+// Device and backend registration. A device directory exposes one
+// registration function (e.g. RegisterCpuDevice) that adds its Device factory
+// and its collective backends here. The Runtime owns the registry: there is
+// no process-wide mutable state.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/hal/collective_backend.h"
+#include "common/hal/device.h"
+
+namespace hvda {
+
+struct BackendRegistration {
+  std::string name;  // matches HOROVOD_CPU_OPERATIONS / HOROVOD_GPU_OPERATIONS entries
+  DeviceKind device = DeviceKind::kCPU;
+  // Whether this backend can serve the communicator at all (e.g. shm needs
+  // every rank on this host). Must give the same answer on every rank.
+  std::function<bool(const CommunicatorSpec&)> usable;
+  // Collective over spec's ranks: every rank calls it at the same point.
+  std::function<Status(const CommunicatorSpec&, std::unique_ptr<CollectiveBackend>*)> create;
+};
+
+struct DeviceRegistration {
+  DeviceKind kind = DeviceKind::kCPU;
+  std::string name;
+  std::function<std::unique_ptr<Device>()> create;
+};
+
+class Registry {
+ public:
+  void AddDevice(DeviceRegistration d) { devices_.push_back(std::move(d)); }
+  void AddBackend(BackendRegistration b) { backends_.push_back(std::move(b)); }
+  const std::vector<DeviceRegistration>& devices() const { return devices_; }
+  const std::vector<BackendRegistration>& backends() const { return backends_; }
+
+ private:
+  std::vector<DeviceRegistration> devices_;
+  std::vector<BackendRegistration> backends_;
+};
+
+}  // namespace hvda
