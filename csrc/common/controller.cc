@@ -1,0 +1,149 @@
+#include "common/controller.h"
+
+#include <algorithm>
+
+#include "common/fusion.h"
+
+namespace hvda {
+namespace {
+
+constexpr uint64_t kNoShutdownBit = 1;
+constexpr uint64_t kNoUncachedBit = 2;
+
+}  // namespace
+
+Controller::Controller(ControllerTransport* transport, ControllerOptions options,
+                       std::vector<int> global_ranks, const Logger* log, Timeline* timeline)
+    : transport_(transport),
+      options_(options),
+      global_ranks_(std::move(global_ranks)),
+      log_(log),
+      timeline_(transport->rank() == 0 ? timeline : nullptr),
+      cache_(options.cache_capacity) {
+  if (transport_->rank() == 0)
+    coordinator_ = std::make_unique<Coordinator>(transport_->size(), global_ranks_, options.stall,
+                                                 log, timeline_);
+}
+
+void Controller::Answered(const std::string& name, Request* local) {
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->request.name == name) {
+      if (local) *local = std::move(it->request);
+      pending_.erase(it);
+      return;
+    }
+  }
+}
+
+Status Controller::ComputeResponseList(std::vector<Request> new_requests,
+                                       bool shutdown_requested, ResponseList* out) {
+  auto now = std::chrono::steady_clock::now();
+  for (auto& r : new_requests) {
+    if (timeline_ && r.type != RequestType::kJoin) timeline_->NegotiateStart(r.name, r.type);
+    pending_.push_back(Pending{std::move(r), false, now});
+  }
+  out->responses.clear();
+  out->shutdown = false;
+
+  const bool use_cache = cache_.capacity() > 0 && joined_count_ == 0;
+  std::vector<Request> to_send;
+  if (!use_cache) {
+    for (auto& p : pending_) {
+      if (p.sent) continue;
+      p.sent = true;
+      to_send.push_back(p.request);
+    }
+    HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, out));
+    FuseResponses(&out->responses, options_.fusion_threshold_bytes);
+    return Status::OK();
+  }
+
+  const size_t words = (cache_.capacity() + 63) / 64;
+  std::vector<uint64_t> bits(1 + 2 * words, 0);
+  uint64_t* hit = bits.data() + 1;
+  uint64_t* valid = hit + words;
+  std::fill(valid, valid + words, ~0ULL);
+  bool has_uncached = false;
+  for (auto& p : pending_) {
+    if (p.sent) continue;
+    uint32_t slot = 0;
+    ResponseCache::Lookup l = cache_.Find(p.request, &slot);
+    bool waited_too_long =
+        std::chrono::duration<double>(now - p.since).count() > options_.hit_requeue_seconds;
+    if (l == ResponseCache::Lookup::kHit && !waited_too_long) {
+      hit[slot / 64] |= 1ULL << (slot % 64);
+      continue;
+    }
+    if (l != ResponseCache::Lookup::kMiss) valid[slot / 64] &= ~(1ULL << (slot % 64));
+    p.sent = true;
+    to_send.push_back(p.request);
+    has_uncached = true;
+  }
+  bits[0] = (shutdown_requested ? 0 : kNoShutdownBit) | (has_uncached ? 0 : kNoUncachedBit);
+  HVDA_RETURN_IF_ERROR(transport_->BitAnd(&bits));
+
+  // Invalidated entries go on every rank, in slot order (NOTE [Identical caches]).
+  for (size_t w = 0; w < words; ++w)
+    for (int b = 0; b < 64; ++b)
+      if (!(valid[w] >> b & 1)) cache_.Erase(static_cast<uint32_t>(w * 64 + b));
+  std::vector<Response> hits;
+  for (size_t w = 0; w < words; ++w) {
+    uint64_t common = hit[w] & valid[w];
+    for (int b = 0; b < 64; ++b) {
+      if (!(common >> b & 1)) continue;
+      const Response& resp = cache_.Touch(static_cast<uint32_t>(w * 64 + b));
+      Answered(resp.names[0], nullptr);
+      if (timeline_) timeline_->NegotiateEnd(resp.names[0]);
+      hits.push_back(resp);
+    }
+  }
+  const bool any_shutdown = !(bits[0] & kNoShutdownBit);
+  const bool any_uncached = !(bits[0] & kNoUncachedBit);
+  if (!any_shutdown && !any_uncached) {
+    out->responses = std::move(hits);
+    out->joined_count = joined_count_;
+    FuseResponses(&out->responses, options_.fusion_threshold_bytes);
+    return Status::OK();
+  }
+  HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, out));
+  out->responses.insert(out->responses.begin(), hits.begin(), hits.end());
+  FuseResponses(&out->responses, options_.fusion_threshold_bytes);
+  return Status::OK();
+}
+
+Status Controller::SlowPath(std::vector<Request> to_send, bool shutdown_requested,
+                            ResponseList* out) {
+  RequestList mine;
+  mine.requests = std::move(to_send);
+  mine.shutdown = shutdown_requested;
+  std::vector<std::string> gathered;
+  HVDA_RETURN_IF_ERROR(transport_->Gather(Serialize(mine), &gathered));
+  std::string answer;
+  if (coordinator_) {
+    std::vector<RequestList> lists(gathered.size());
+    for (size_t r = 0; r < gathered.size(); ++r)
+      HVDA_RETURN_IF_ERROR(Deserialize(gathered[r], &lists[r]));
+    answer = Serialize(coordinator_->Process(lists));
+  }
+  HVDA_RETURN_IF_ERROR(transport_->Broadcast(&answer));
+  ResponseList decided;
+  HVDA_RETURN_IF_ERROR(Deserialize(answer, &decided));
+
+  const bool cacheable = joined_count_ == 0 && decided.joined_count == 0;
+  for (const Response& resp : decided.responses) {
+    for (const std::string& name : resp.names) {
+      Request local;
+      local.name.clear();
+      Answered(name, &local);
+      if (cacheable && resp.type != ResponseType::kError && !local.name.empty())
+        cache_.Put(resp, local);
+    }
+  }
+  joined_count_ = decided.joined_count;
+  out->responses = std::move(decided.responses);
+  out->shutdown = decided.shutdown;
+  out->joined_count = joined_count_;
+  return Status::OK();
+}
+
+}  // namespace hvda

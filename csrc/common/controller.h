@@ -1,0 +1,70 @@
+// Controller: one rank's side of the per-cycle negotiation of a process set.
+//
+// Each cycle (collective over the set, blocking):
+//  1. classify this rank's pending requests against the response cache;
+//  2. AND a bit vector across ranks: [flags][hit bits][valid bits];
+//  3. fast path (nobody has uncached requests): execute the cache hits common
+//     to all ranks; slow path: gather uncached requests at set-rank 0, whose
+//     Coordinator answers with a broadcast response list;
+//  4. fuse the result (identically on every rank).
+// See NOTE [Identical caches] in response_cache.h.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "common/coordinator.h"
+#include "common/message.h"
+#include "common/response_cache.h"
+#include "common/transport/controller_transport.h"
+
+namespace hvda {
+
+struct ControllerOptions {
+  size_t cache_capacity = 1024;
+  int64_t fusion_threshold_bytes = 128 << 20;
+  StallOptions stall;
+  // A cache hit that other ranks have not matched for this long is sent to
+  // the coordinator instead, so the stall inspector can see it.
+  double hit_requeue_seconds = 1.0;
+};
+
+class Controller {
+ public:
+  // transport: borrowed, outlives the controller. timeline: may be null
+  // (only global rank 0 records). global_ranks: set rank -> global rank.
+  Controller(ControllerTransport* transport, ControllerOptions options,
+             std::vector<int> global_ranks, const Logger* log, Timeline* timeline);
+
+  // Runs one negotiation cycle. new_requests are this rank's requests
+  // enqueued since the last cycle. On return *out holds the responses to
+  // execute now, identical on every rank of the set.
+  Status ComputeResponseList(std::vector<Request> new_requests, bool shutdown_requested,
+                             ResponseList* out);
+
+  int joined_count() const { return joined_count_; }
+  size_t pending() const { return pending_.size(); }
+
+ private:
+  struct Pending {
+    Request request;
+    bool sent = false;  // given to the coordinator, awaiting its response
+    std::chrono::steady_clock::time_point since;
+  };
+
+  Status SlowPath(std::vector<Request> to_send, bool shutdown_requested, ResponseList* out);
+  void Answered(const std::string& name, Request* local);  // drops the pending entry
+
+  ControllerTransport* transport_;
+  ControllerOptions options_;
+  std::vector<int> global_ranks_;
+  const Logger* log_;
+  Timeline* timeline_;
+  ResponseCache cache_;
+  std::unique_ptr<Coordinator> coordinator_;  // set rank 0 only
+  std::vector<Pending> pending_;
+  int32_t joined_count_ = 0;
+};
+
+}  // namespace hvda

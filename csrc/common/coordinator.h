@@ -1,0 +1,66 @@
+// Coordinator: the set-rank-0 side of negotiation. Collects every rank's
+// requests by tensor name, decides when a tensor is ready (every rank that
+// has not joined submitted it), validates that the ranks agree, and builds
+// responses (or error responses naming the tensor, field and ranks). Also
+// tracks join() and inspects stalls.
+//
+// Used only by the background thread of set-rank 0; not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/message.h"
+#include "common/timeline.h"
+#include "common/util/logging.h"
+
+namespace hvda {
+
+struct StallOptions {
+  bool enabled = true;
+  double warning_seconds = 60;
+  double shutdown_seconds = 0;  // 0: never
+};
+
+class Coordinator {
+ public:
+  // global_ranks maps set rank -> global rank (for messages). timeline may be null.
+  Coordinator(int size, std::vector<int> global_ranks, StallOptions stall, const Logger* log,
+              Timeline* timeline);
+
+  // Processes one cycle's request lists (index = set rank) and returns the
+  // responses that became ready, in readiness order, with join/shutdown state.
+  ResponseList Process(const std::vector<RequestList>& lists);
+
+ private:
+  struct Entry {
+    std::vector<Request> requests;  // arrival order
+    std::set<int> ranks;
+    std::chrono::steady_clock::time_point first_seen;
+    bool warned = false;
+  };
+
+  void Add(const Request& r);
+  bool Ready(const Entry& e) const;
+  Response Construct(const std::string& name, Entry& e) const;
+  std::string Validate(const std::string& name, const std::vector<Request>& by_rank) const;
+  // Returns true when the stall shutdown time is exceeded; appends errors.
+  bool InspectStalls(ResponseList* out);
+  std::string RankList(const std::vector<int>& set_ranks) const;
+
+  int size_;
+  std::vector<int> global_ranks_;
+  StallOptions stall_;
+  const Logger* log_;
+  Timeline* timeline_;
+  std::map<std::string, Entry> table_;
+  std::vector<std::string> order_;  // names in first-seen order (may hold stale names)
+  std::set<int> joined_;
+  int last_joined_ = -1;
+  std::chrono::steady_clock::time_point last_stall_check_;
+};
+
+}  // namespace hvda

@@ -1,0 +1,280 @@
+#include "common/executor.h"
+
+#include <numeric>
+
+namespace hvda {
+namespace {
+
+CollectiveKind KindOf(ResponseType t) {
+  switch (t) {
+    case ResponseType::kAllgather: return CollectiveKind::kAllgather;
+    case ResponseType::kBroadcast: return CollectiveKind::kBroadcast;
+    case ResponseType::kAlltoall: return CollectiveKind::kAlltoall;
+    case ResponseType::kReducescatter: return CollectiveKind::kReducescatter;
+    default: return CollectiveKind::kAllreduce;
+  }
+}
+
+const char* KindName(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kAllreduce: return "allreduce";
+    case CollectiveKind::kAllgather: return "allgather";
+    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kAlltoall: return "alltoall";
+    case CollectiveKind::kReducescatter: return "reducescatter";
+    case CollectiveKind::kBarrier: return "barrier";
+  }
+  return "?";
+}
+
+// Average is Sum followed by a 1/size scale.
+ReduceOp WireOp(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
+
+int64_t RowElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+}  // namespace
+
+Executor::Executor(Device* device, std::vector<std::unique_ptr<CollectiveBackend>> backends,
+                   Timeline* timeline)
+    : device_(device), backends_(std::move(backends)), timeline_(timeline) {}
+
+Executor::~Executor() {
+  if (fusion_) device_->memory().Free(fusion_);
+}
+
+CollectiveBackend* Executor::Pick(CollectiveKind kind, DataType dtype, ReduceOp op) const {
+  for (const auto& b : backends_)
+    if (b->Supports(kind, dtype, WireOp(op))) return b.get();
+  return nullptr;
+}
+
+Status Executor::NoBackend(CollectiveKind kind, const Response& r) const {
+  std::string names;
+  for (const auto& b : backends_) names += std::string(names.empty() ? "" : ", ") + b->name();
+  return Status::InvalidArgument(std::string("no collective backend (") + names + ") supports " +
+                                 KindName(kind) + " of " + DataTypeName(r.dtype) + " with " +
+                                 ReduceOpName(r.reduce_op) + " for tensor '" + r.names[0] + "'.");
+}
+
+Status Executor::EnsureFusionBuffer(size_t bytes) {
+  if (bytes <= fusion_bytes_) return Status::OK();
+  if (fusion_) device_->memory().Free(fusion_);
+  fusion_ = nullptr;
+  fusion_bytes_ = 0;
+  HVDA_RETURN_IF_ERROR(device_->memory().Allocate(bytes, &fusion_));
+  fusion_bytes_ = bytes;
+  return Status::OK();
+}
+
+void Executor::Begin(const Response& r, const char* activity) {
+  if (timeline_ == nullptr || !timeline_->enabled()) return;
+  for (const auto& n : r.names) timeline_->ActivityStart(n, activity);
+}
+
+void Executor::End(const Response& r) {
+  if (timeline_ == nullptr || !timeline_->enabled()) return;
+  for (const auto& n : r.names) timeline_->ActivityEnd(n);
+}
+
+Status Executor::Execute(const Response& r, TensorQueue* queue) {
+  std::vector<TensorEntry> entries(r.names.size());
+  std::vector<bool> have(r.names.size(), false);
+  bool any = false;
+  for (size_t i = 0; i < r.names.size(); ++i) {
+    have[i] = queue->Take(r.names[i], &entries[i]);
+    any |= have[i];
+  }
+  if (r.type == ResponseType::kError) {
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (have[i]) entries[i].work->Complete(Status::Precondition(r.error));
+    return Status::OK();
+  }
+  if (r.type == ResponseType::kJoin) {
+    if (have[0]) {
+      entries[0].work->join_result = r.last_joined_rank;
+      entries[0].work->Complete(Status::OK());
+    }
+    return Status::OK();
+  }
+  const bool tl = timeline_ != nullptr && timeline_->enabled();
+  if (tl)
+    for (const auto& n : r.names) timeline_->OpStart(n, r.type);
+
+  Status st;
+  switch (r.type) {
+    case ResponseType::kAllreduce:
+    case ResponseType::kAdasum:
+      st = Allreduce(r, entries, have);
+      break;
+    case ResponseType::kBarrier:
+      // Negotiation already proved every rank arrived.
+      break;
+    default:
+      if (!any) {
+        st = Status::Unknown(std::string("this rank has no tensor '") + r.names[0] + "' for " +
+                             ResponseTypeName(r.type));
+      } else if (r.type == ResponseType::kAllgather) {
+        st = Allgather(r, entries[0]);
+      } else if (r.type == ResponseType::kBroadcast) {
+        st = Broadcast(r, entries[0]);
+      } else if (r.type == ResponseType::kAlltoall) {
+        st = Alltoall(r, entries[0]);
+      } else if (r.type == ResponseType::kReducescatter) {
+        st = Reducescatter(r, entries[0]);
+      }
+  }
+  if (tl)
+    for (size_t i = 0; i < r.names.size(); ++i)
+      timeline_->OpEnd(r.names[i], r.dtype, r.shapes.empty() ? std::vector<int64_t>() : r.shapes[i]);
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (have[i]) entries[i].work->Complete(st);
+  // A backend failure means the communicator is unusable; a missing backend
+  // (InvalidArgument) only fails these tensors.
+  return st.code() == StatusCode::kInvalidArgument ? Status::OK() : st;
+}
+
+Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
+                           std::vector<bool>& have) {
+  CollectiveBackend* backend = Pick(CollectiveKind::kAllreduce, r.dtype, r.reduce_op);
+  if (backend == nullptr) return NoBackend(CollectiveKind::kAllreduce, r);
+  const size_t esize = DataTypeSize(r.dtype);
+  int64_t count = 0;
+  for (size_t i = 0; i < r.shapes.size(); ++i) count += r.TensorElements(i);
+  const double post = r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / backend->size() : 1.0);
+
+  void* buf;
+  const bool direct = entries.size() == 1 && have[0];
+  if (direct) {
+    buf = entries[0].output;
+    if (entries[0].input != entries[0].output && count > 0)
+      HVDA_RETURN_IF_ERROR(device_->memory().Copy(buf, entries[0].input, count * esize));
+  } else {
+    HVDA_RETURN_IF_ERROR(EnsureFusionBuffer(count * esize));
+    buf = fusion_;
+    Begin(r, "MEMCPY_IN_FUSION_BUFFER");
+    std::vector<CopyDesc> copies;
+    size_t off = 0;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      size_t bytes = r.TensorElements(i) * esize;
+      char* dst = static_cast<char*>(fusion_) + off;
+      if (have[i]) {
+        copies.push_back(CopyDesc{dst, entries[i].input, bytes});
+      } else {
+        HVDA_RETURN_IF_ERROR(device_->memory().Memset(dst, 0, bytes));  // joined rank: zeros
+      }
+      off += bytes;
+    }
+    HVDA_RETURN_IF_ERROR(device_->execution().BatchedCopy(copies));
+    End(r);
+  }
+  if (r.prescale != 1.0) HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale));
+  Begin(r, backend->name() == std::string("shm") ? "SHM_ALLREDUCE" : "GLOO_ALLREDUCE");
+  Status st = backend->Allreduce(buf, count, r.dtype, WireOp(r.reduce_op));
+  End(r);
+  HVDA_RETURN_IF_ERROR(st);
+  if (post != 1.0) HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, post));
+  if (!direct) {
+    Begin(r, "MEMCPY_OUT_FUSION_BUFFER");
+    std::vector<CopyDesc> copies;
+    size_t off = 0;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      size_t bytes = r.TensorElements(i) * esize;
+      if (have[i]) copies.push_back(CopyDesc{entries[i].output, static_cast<char*>(fusion_) + off, bytes});
+      off += bytes;
+    }
+    HVDA_RETURN_IF_ERROR(device_->execution().BatchedCopy(copies));
+    End(r);
+  }
+  return Status::OK();
+}
+
+Status Executor::Allgather(const Response& r, TensorEntry& e) {
+  CollectiveBackend* backend = Pick(CollectiveKind::kAllgather, r.dtype, ReduceOp::kSum);
+  if (backend == nullptr) return NoBackend(CollectiveKind::kAllgather, r);
+  const int64_t row_bytes = RowElements(r.shapes[0]) * DataTypeSize(r.dtype);
+  std::vector<int64_t> bytes(r.rank_dim0.size());
+  int64_t rows = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = r.rank_dim0[i] * row_bytes;
+    rows += r.rank_dim0[i];
+  }
+  auto out = std::make_shared<HostBuffer>(rows * row_bytes);
+  Begin(r, backend->name() == std::string("shm") ? "SHM_ALLGATHER" : "GLOO_ALLGATHER");
+  Status st = backend->Allgatherv(e.input, out->data(), bytes);
+  End(r);
+  HVDA_RETURN_IF_ERROR(st);
+  e.work->output = out;
+  e.work->output_dtype = r.dtype;
+  e.work->output_shape = e.request.shape;
+  e.work->output_shape[0] = rows;
+  return Status::OK();
+}
+
+Status Executor::Broadcast(const Response& r, TensorEntry& e) {
+  CollectiveBackend* backend = Pick(CollectiveKind::kBroadcast, r.dtype, ReduceOp::kSum);
+  if (backend == nullptr) return NoBackend(CollectiveKind::kBroadcast, r);
+  const size_t bytes = r.TensorElements(0) * DataTypeSize(r.dtype);
+  if (backend->rank() == r.root_rank && e.input != e.output && bytes > 0)
+    HVDA_RETURN_IF_ERROR(device_->memory().Copy(e.output, e.input, bytes));
+  Begin(r, backend->name() == std::string("shm") ? "SHM_BCAST" : "GLOO_BCAST");
+  Status st = backend->Broadcast(e.output, bytes, r.root_rank);
+  End(r);
+  return st;
+}
+
+Status Executor::Alltoall(const Response& r, TensorEntry& e) {
+  CollectiveBackend* backend = Pick(CollectiveKind::kAlltoall, r.dtype, ReduceOp::kSum);
+  if (backend == nullptr) return NoBackend(CollectiveKind::kAlltoall, r);
+  const int n = backend->size(), me = backend->rank();
+  const int64_t row_bytes = RowElements(e.request.shape) * DataTypeSize(r.dtype);
+  std::vector<int64_t> send(n), recv(n), recv_rows(n);
+  int64_t rows = 0;
+  for (int j = 0; j < n; ++j) {
+    send[j] = r.splits_matrix[me * n + j] * row_bytes;
+    recv_rows[j] = r.splits_matrix[j * n + me];
+    recv[j] = recv_rows[j] * row_bytes;
+    rows += recv_rows[j];
+  }
+  auto out = std::make_shared<HostBuffer>(rows * row_bytes);
+  Begin(r, backend->name() == std::string("shm") ? "SHM_ALLTOALL" : "GLOO_ALLTOALL");
+  Status st = backend->Alltoallv(e.input, send, out->data(), recv);
+  End(r);
+  HVDA_RETURN_IF_ERROR(st);
+  e.work->output = out;
+  e.work->output_dtype = r.dtype;
+  e.work->output_shape = e.request.shape;
+  e.work->output_shape[0] = rows;
+  e.work->received_splits = recv_rows;
+  return Status::OK();
+}
+
+Status Executor::Reducescatter(const Response& r, TensorEntry& e) {
+  CollectiveBackend* backend = Pick(CollectiveKind::kReducescatter, r.dtype, r.reduce_op);
+  if (backend == nullptr) return NoBackend(CollectiveKind::kReducescatter, r);
+  const int n = backend->size();
+  const int64_t d0 = r.shapes[0][0], row = RowElements(r.shapes[0]);
+  std::vector<int64_t> counts(n);
+  for (int j = 0; j < n; ++j) counts[j] = (d0 / n + (j < d0 % n ? 1 : 0)) * row;
+  const int64_t total = d0 * row;
+  const void* in = e.input;
+  if (r.prescale != 1.0) {
+    HVDA_RETURN_IF_ERROR(EnsureFusionBuffer(total * DataTypeSize(r.dtype)));
+    HVDA_RETURN_IF_ERROR(device_->memory().Copy(fusion_, e.input, total * DataTypeSize(r.dtype)));
+    HVDA_RETURN_IF_ERROR(device_->execution().Scale(fusion_, total, r.dtype, r.prescale));
+    in = fusion_;
+  }
+  Begin(r, backend->name() == std::string("shm") ? "SHM_REDUCESCATTER" : "GLOO_REDUCESCATTER");
+  Status st = backend->Reducescatter(in, e.output, counts, r.dtype, WireOp(r.reduce_op));
+  End(r);
+  HVDA_RETURN_IF_ERROR(st);
+  const double post = r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / n : 1.0);
+  if (post != 1.0)
+    HVDA_RETURN_IF_ERROR(device_->execution().Scale(e.output, counts[backend->rank()], r.dtype, post));
+  return Status::OK();
+}
+
+}  // namespace hvda

@@ -1,0 +1,21 @@
+// Tensor fusion planning: merges ready allreduce responses that can share one
+// collective (same dtype, device, reduce op and scale factors) into one
+// response naming several tensors, up to the fusion threshold in bytes.
+// Deterministic: every rank plans the same fusion from the same input.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/message.h"
+
+namespace hvda {
+
+// Bytes of the tensors of r (for allreduce-like responses).
+int64_t ResponseBytes(const Response& r);
+
+// In place. threshold_bytes <= 0 disables fusion. Relative order of the
+// first member of each group is kept.
+void FuseResponses(std::vector<Response>* responses, int64_t threshold_bytes);
+
+}  // namespace hvda

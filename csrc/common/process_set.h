@@ -1,0 +1,33 @@
+// ProcessSetState: everything one process set owns on this rank: its queue,
+// and, when this rank is a member, its controller transport, controller and
+// executor (with the collective backends built for its ranks).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/controller.h"
+#include "common/executor.h"
+#include "common/tensor_queue.h"
+#include "common/transport/controller_transport.h"
+
+namespace hvda {
+
+struct ProcessSetState {
+  int id = 0;
+  std::vector<int> ranks;  // global ranks, sorted
+  int set_rank = -1;       // this rank's index in `ranks`, -1 if not a member
+  TensorQueue queue;
+  // Members only (destroyed in reverse order: executor and controller first).
+  std::unique_ptr<ControllerTransport> transport;
+  std::unique_ptr<Controller> controller;
+  std::unique_ptr<Executor> executor;
+
+  bool member() const { return set_rank >= 0; }
+  int size() const { return static_cast<int>(ranks.size()); }
+  // Set rank of a global rank, or -1.
+  int SetRankOf(int global_rank) const;
+};
+
+}  // namespace hvda

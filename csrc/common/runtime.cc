@@ -1,0 +1,344 @@
+#include "common/runtime.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/store/memory_store.h"
+#include "common/store/tcp_store.h"
+#include "common/transport/gloo_context.h"
+#include "common/transport/gloo_controller_transport.h"
+#include "devices/cpu/register.h"
+
+namespace hvda {
+namespace {
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item.erase(std::remove_if(item.begin(), item.end(), ::isspace), item.end());
+    std::transform(item.begin(), item.end(), item.begin(), ::tolower);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string ThisHost() {
+  char buf[256] = {0};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+}  // namespace
+
+Runtime::Runtime() { RegisterCpuDevice(&registry_); }
+
+Runtime::~Runtime() { Shutdown(); }
+
+Status Runtime::CheckInitialized() const {
+  if (!initialized_)
+    return Status::InvalidArgument("Horovod has not been initialized; call hvd.init() first.");
+  return Status::OK();
+}
+
+bool Runtime::IsHomogeneous() const {
+  std::map<std::string, int> per_host;
+  for (const auto& h : topo_.hosts) per_host[h]++;
+  for (const auto& kv : per_host)
+    if (kv.second != per_host.begin()->second) return false;
+  return true;
+}
+
+Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dynamic) {
+  if (initialized_) return Status::OK();
+  HVDA_RETURN_IF_ERROR(Config::FromEnvironment(&config_));
+  log_ = Logger(ParseLogLevel(config_.GetString("HOROVOD_LOG_LEVEL")),
+                config_.GetBool("HOROVOD_LOG_HIDE_TIME"), config_.GetInt("HOROVOD_RANK"));
+  topo_ = Topology();
+  topo_.rank = config_.GetInt("HOROVOD_RANK");
+  topo_.size = config_.GetInt("HOROVOD_SIZE");
+  topo_.local_rank = config_.GetInt("HOROVOD_LOCAL_RANK");
+  topo_.local_size = config_.GetInt("HOROVOD_LOCAL_SIZE");
+  topo_.cross_rank = config_.GetInt("HOROVOD_CROSS_RANK");
+  topo_.cross_size = config_.GetInt("HOROVOD_CROSS_SIZE");
+  if (topo_.size < 1 || topo_.rank < 0 || topo_.rank >= topo_.size)
+    return Status::InvalidArgument("HOROVOD_RANK=" + std::to_string(topo_.rank) +
+                                   " and HOROVOD_SIZE=" + std::to_string(topo_.size) +
+                                   " are inconsistent; start the job with horovodrun.");
+  dynamic_sets_ = dynamic || config_.GetBool("HOROVOD_DYNAMIC_PROCESS_SETS");
+  const std::string controller = SplitList(config_.GetString("HOROVOD_CONTROLLER")).empty()
+                                     ? "gloo"
+                                     : SplitList(config_.GetString("HOROVOD_CONTROLLER"))[0];
+  if (controller != "gloo")
+    return Status::InvalidArgument("HOROVOD_CONTROLLER=" + controller +
+                                   " is not available in this build; use gloo (the default).");
+
+  const double start_timeout = config_.GetFloat("HOROVOD_START_TIMEOUT");
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(start_timeout * 1000));
+  const std::string addr = config_.GetString("HOROVOD_GLOO_RENDEZVOUS_ADDR");
+  const int64_t port = config_.GetInt("HOROVOD_GLOO_RENDEZVOUS_PORT");
+  if (!addr.empty() && port > 0) {
+    if (!store_)
+      HVDA_RETURN_IF_ERROR(ConnectTcpStore(addr, static_cast<int>(port),
+                                           config_.GetString("_HOROVOD_SECRET_KEY"), timeout,
+                                           &store_));
+  } else if (topo_.size == 1) {
+    store_ = std::make_unique<MemoryStore>();
+  } else {
+    return Status::InvalidArgument(
+        "HOROVOD_SIZE=" + std::to_string(topo_.size) +
+        " but no rendezvous store is set (HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT). Start multi-process "
+        "jobs with horovodrun, e.g. `horovodrun -np 2 python train.py`.");
+  }
+  ++generation_;
+  const std::string g = "g" + std::to_string(generation_) + "/";
+  HVDA_RETURN_IF_ERROR(store_->Set(g + "host/" + std::to_string(topo_.rank), ThisHost()));
+  topo_.hosts.resize(topo_.size);
+  for (int r = 0; r < topo_.size; ++r) {
+    Status st = store_->Get(g + "host/" + std::to_string(r), &topo_.hosts[r], timeout);
+    if (!st.ok())
+      return Status::Aborted("rank " + std::to_string(r) + " did not join the job within " +
+                             std::to_string(static_cast<int>(start_timeout)) +
+                             " s (HOROVOD_START_TIMEOUT): " + st.reason());
+  }
+
+  cpu_device_.reset();
+  for (const auto& d : registry_.devices())
+    if (d.kind == DeviceKind::kCPU) cpu_device_ = d.create();
+  if (!cpu_device_) return Status::Unknown("no CPU device is registered in this build");
+
+  const std::string tl = config_.GetString("HOROVOD_TIMELINE");
+  timeline_allowed_ = !tl.empty();
+  if (!tl.empty() && tl != "DYNAMIC" && topo_.rank == 0) {
+    std::string err;
+    if (!timeline_.Start(tl, config_.GetBool("HOROVOD_TIMELINE_MARK_CYCLES"), &err))
+      return Status::InvalidArgument(err + " (HOROVOD_TIMELINE)");
+  }
+
+  std::vector<int> all(topo_.size);
+  for (int r = 0; r < topo_.size; ++r) all[r] = r;
+  std::map<int, std::unique_ptr<ProcessSetState>> sets;
+  std::unique_ptr<ProcessSetState> global;
+  HVDA_RETURN_IF_ERROR(CreateProcessSet(0, all, &global));
+  sets[0] = std::move(global);
+  next_set_id_ = 1;
+  set_ops_seq_ = 0;
+  for (auto ranks : static_sets) {
+    std::sort(ranks.begin(), ranks.end());
+    for (const auto& kv : sets)
+      if (kv.second->ranks == ranks)
+        return Status::InvalidArgument("process set " + ShapeString(std::vector<int64_t>(
+                                           ranks.begin(), ranks.end())) +
+                                       " was given twice to init(); process sets must be unique.");
+    std::unique_ptr<ProcessSetState> ps;
+    HVDA_RETURN_IF_ERROR(CreateProcessSet(next_set_id_, ranks, &ps));
+    sets[next_set_id_++] = std::move(ps);
+  }
+  {
+    std::lock_guard<std::mutex> lock(sets_mu_);
+    sets_ = std::move(sets);
+  }
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    failure_ = Status::OK();
+  }
+  shutdown_requested_ = false;
+  initialized_ = true;
+  thread_ = std::thread([this] { BackgroundLoop(); });
+  return Status::OK();
+}
+
+Status Runtime::CreateProcessSet(int id, std::vector<int> ranks,
+                                 std::unique_ptr<ProcessSetState>* out) {
+  std::sort(ranks.begin(), ranks.end());
+  if (ranks.empty() || std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end() ||
+      ranks.front() < 0 || ranks.back() >= topo_.size)
+    return Status::InvalidArgument("process set " +
+                                   ShapeString(std::vector<int64_t>(ranks.begin(), ranks.end())) +
+                                   " must list distinct ranks in [0, " +
+                                   std::to_string(topo_.size) + ").");
+  auto ps = std::make_unique<ProcessSetState>();
+  ps->id = id;
+  ps->ranks = ranks;
+  ps->set_rank = ps->SetRankOf(topo_.rank);
+  if (ps->member()) {
+    CommunicatorSpec spec;
+    spec.store = store_.get();
+    spec.rank = ps->set_rank;
+    spec.size = ps->size();
+    spec.global_ranks = ranks;
+    for (int r : ranks) spec.hosts.push_back(topo_.hosts[r]);
+    spec.timeout_seconds = config_.GetFloat("HOROVOD_GLOO_TIMEOUT_SECONDS");
+    const std::string prefix =
+        "g" + std::to_string(generation_) + "/ps" + std::to_string(id) + "/";
+    const std::string iface = config_.GetString("HOROVOD_GLOO_IFACE");
+
+    spec.prefix = prefix + "ctrl/";
+    std::shared_ptr<gloo::Context> ctx;
+    HVDA_RETURN_IF_ERROR(CreateGlooContext(spec, iface, &ctx));
+    ps->transport = std::make_unique<GlooControllerTransport>(ctx);
+
+    std::vector<std::unique_ptr<CollectiveBackend>> backends;
+    std::string wanted = config_.GetString("HOROVOD_CPU_OPERATIONS");
+    for (const std::string& name : SplitList(wanted)) {
+      const BackendRegistration* reg = nullptr;
+      for (const auto& b : registry_.backends())
+        if (b.name == name && b.device == DeviceKind::kCPU) reg = &b;
+      if (reg == nullptr) {
+        if (name == "mpi" || name == "ccl" || name == "nccl") continue;  // upstream names not built
+        return Status::InvalidArgument("HOROVOD_CPU_OPERATIONS names '" + name +
+                                       "', which this build does not have; known: shm, gloo.");
+      }
+      if (!reg->usable(spec)) continue;
+      spec.prefix = prefix + name + "/";
+      std::unique_ptr<CollectiveBackend> backend;
+      HVDA_RETURN_IF_ERROR(reg->create(spec, &backend));
+      backends.push_back(std::move(backend));
+    }
+    if (backends.empty())
+      return Status::InvalidArgument("HOROVOD_CPU_OPERATIONS='" + wanted +
+                                     "' leaves no usable CPU backend; use e.g. shm,gloo.");
+    Timeline* tl = topo_.rank == 0 ? &timeline_ : nullptr;
+    ps->executor = std::make_unique<Executor>(cpu_device_.get(), std::move(backends), tl);
+    ControllerOptions opts;
+    opts.cache_capacity = static_cast<size_t>(std::max<int64_t>(0, config_.GetInt("HOROVOD_CACHE_CAPACITY")));
+    opts.fusion_threshold_bytes = config_.GetInt("HOROVOD_FUSION_THRESHOLD");
+    opts.stall.enabled = !config_.GetBool("HOROVOD_STALL_CHECK_DISABLE");
+    opts.stall.warning_seconds = config_.GetFloat("HOROVOD_STALL_CHECK_TIME_SECONDS");
+    opts.stall.shutdown_seconds = config_.GetFloat("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS");
+    ps->controller = std::make_unique<Controller>(ps->transport.get(), opts, ranks, &log_, tl);
+  }
+  *out = std::move(ps);
+  return Status::OK();
+}
+
+void Runtime::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    wake_pending_ = true;
+  }
+  wake_cv_.notify_one();
+}
+
+void Runtime::BackgroundLoop() {
+  const auto cycle = std::chrono::duration<double, std::milli>(config_.GetFloat("HOROVOD_CYCLE_TIME"));
+  auto last = std::chrono::steady_clock::now();
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(wake_mu_);
+      auto deadline = last + std::chrono::duration_cast<std::chrono::steady_clock::duration>(cycle);
+      wake_cv_.wait_until(lock, deadline, [&] { return wake_pending_ || shutdown_requested_.load(); });
+      wake_pending_ = false;
+    }
+    last = std::chrono::steady_clock::now();
+    if (timeline_.enabled()) timeline_.MarkCycleStart();
+    if (!RunCycle()) return;
+  }
+}
+
+bool Runtime::RunCycle() {
+  std::vector<ProcessSetState*> sets;
+  {
+    std::lock_guard<std::mutex> lock(sets_mu_);
+    for (auto& kv : sets_)
+      if (kv.second->member()) sets.push_back(kv.second.get());
+  }
+  bool stop = false;
+  for (ProcessSetState* ps : sets) {
+    std::vector<Request> reqs;
+    ps->queue.PopNewRequests(&reqs);
+    ResponseList list;
+    const bool is_global = ps->id == 0;
+    Status st = ps->controller->ComputeResponseList(std::move(reqs),
+                                                    is_global && shutdown_requested_, &list);
+    if (!st.ok()) {
+      FailEverything(st);
+      return false;
+    }
+    for (const Response& r : list.responses) {
+      if (r.type == ResponseType::kAddProcessSet || r.type == ResponseType::kRemoveProcessSet) {
+        HandleProcessSetResponse(r, ps);
+        continue;
+      }
+      st = ps->executor->Execute(r, &ps->queue);
+      if (!st.ok()) {
+        FailEverything(st);
+        return false;
+      }
+    }
+    if (is_global && list.shutdown) {
+      stop = true;
+      break;  // every rank sees the global set's flag in the same cycle
+    }
+  }
+  if (stop) {
+    FailEverything(Status::Aborted(
+        "Horovod has been shut down. This was caused by an exception on one of the ranks or by "
+        "an explicit hvd.shutdown(); check the output of every rank."));
+    return false;
+  }
+  return true;
+}
+
+void Runtime::FailEverything(const Status& st) {
+  Status failure = st;
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    if (failure_.ok()) failure_ = st;
+    failure = failure_;
+  }
+  if (st.code() != StatusCode::kAborted || st.reason().find("shut down") == std::string::npos)
+    log_.Log(LogLevel::kError, "background loop stopped: " + st.reason());
+  std::lock_guard<std::mutex> lock(sets_mu_);
+  for (auto& kv : sets_) kv.second->queue.FailAll(failure);
+}
+
+void Runtime::Shutdown() {
+  if (!initialized_) return;
+  shutdown_requested_ = true;
+  Wake();
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(sets_mu_);
+    for (auto& kv : sets_)
+      kv.second->queue.FailAll(Status::Aborted("Horovod has been shut down."));
+    sets_.clear();
+  }
+  timeline_.Stop();
+  initialized_ = false;
+}
+
+Status Runtime::StartTimeline(const std::string& path, bool mark_cycles) {
+  HVDA_RETURN_IF_ERROR(CheckInitialized());
+  if (!timeline_allowed_)
+    return Status::InvalidArgument(
+        "Set HOROVOD_TIMELINE=DYNAMIC (or a file name) before hvd.init() to use "
+        "start_timeline().");
+  if (topo_.rank != 0) return Status::OK();
+  std::string err;
+  if (!timeline_.Start(path, mark_cycles, &err)) return Status::InvalidArgument(err);
+  return Status::OK();
+}
+
+Status Runtime::StopTimeline() {
+  HVDA_RETURN_IF_ERROR(CheckInitialized());
+  if (!timeline_allowed_)
+    return Status::InvalidArgument(
+        "Set HOROVOD_TIMELINE=DYNAMIC (or a file name) before hvd.init() to use stop_timeline().");
+  timeline_.Stop();
+  return Status::OK();
+}
+
+std::vector<std::string> Runtime::GlobalBackends() {
+  std::vector<std::string> out;
+  std::lock_guard<std::mutex> lock(sets_mu_);
+  auto it = sets_.find(0);
+  if (it != sets_.end() && it->second->executor)
+    for (const auto& b : it->second->executor->backends()) out.push_back(b->name());
+  return out;
+}
+
+}  // namespace hvda

@@ -1,0 +1,125 @@
+// Runtime: owns everything of one horovod_accel instance in this process:
+// topology, store, registry of devices/backends, process sets, timeline and
+// the background thread that negotiates and executes collectives.
+//
+// Thread-safety: Init/Shutdown from one framework thread at a time; Enqueue
+// and the queries from any thread. No process-wide mutable state: the
+// Python layer holds one default Runtime.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/hal/registry.h"
+#include "common/message.h"
+#include "common/process_set.h"
+#include "common/store/store.h"
+#include "common/timeline.h"
+#include "common/util/config.h"
+#include "common/util/logging.h"
+#include "common/work.h"
+
+namespace hvda {
+
+struct Topology {
+  int rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
+  std::vector<std::string> hosts;  // real host name of every global rank
+};
+
+// One operation to enqueue (the binding fills it from Python arguments).
+struct EnqueueArgs {
+  RequestType type = RequestType::kAllreduce;
+  std::string name;
+  int process_set_id = 0;
+  const void* input = nullptr;  // caller-owned, valid until the Work completes
+  void* output = nullptr;       // ditto (allreduce, broadcast, reducescatter)
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;
+  int device = -1;
+  ReduceOp op = ReduceOp::kSum;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int root_rank = -1;            // broadcast: global rank
+  std::vector<int64_t> splits;   // alltoall: rows per destination; empty = equal
+};
+
+class Runtime {
+ public:
+  Runtime();
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Blocks until every rank is connected. static_sets: extra process sets
+  // (global ranks). InvalidArgument for bad settings, Aborted for connection
+  // failures. A no-op when already initialized.
+  Status Init(const std::vector<std::vector<int>>& static_sets, bool dynamic);
+  // Stops the background thread (collectively with the other ranks) and
+  // fails whatever is still queued. Safe to call twice.
+  void Shutdown();
+  bool initialized() const { return initialized_; }
+  const Topology& topology() const { return topo_; }
+  bool IsHomogeneous() const;
+
+  // Validates and enqueues ops atomically (a group when several); never
+  // blocks on communication. InvalidArgument describes what is wrong.
+  Status Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works);
+  std::shared_ptr<Work> EnqueueJoin(int device);
+  Status EnqueueBarrier(int process_set_id, std::shared_ptr<Work>* work);
+
+  // Collective over all ranks; blocks. *id receives the new set's id.
+  Status AddProcessSet(std::vector<int> ranks, int* id);
+  Status RemoveProcessSet(int id, bool* removed);
+  std::vector<int> ProcessSetIds();
+  Status ProcessSetRanks(int id, std::vector<int>* ranks);
+
+  Status StartTimeline(const std::string& path, bool mark_cycles);
+  Status StopTimeline();
+
+  // Names of the backends in use for the global set (for diagnostics).
+  std::vector<std::string> GlobalBackends();
+
+ private:
+  Status CheckInitialized() const;
+  Status CreateProcessSet(int id, std::vector<int> ranks, std::unique_ptr<ProcessSetState>* out);
+  Status ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
+  void BackgroundLoop();
+  bool RunCycle();  // false when the loop must end
+  void HandleProcessSetResponse(const Response& r, ProcessSetState* global);
+  void FailEverything(const Status& st);
+  void Wake();
+
+  Registry registry_;
+  Config config_;
+  Logger log_;
+  Topology topo_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Device> cpu_device_;
+  Timeline timeline_;
+  bool timeline_allowed_ = false;
+  bool dynamic_sets_ = false;
+  int generation_ = 0;  // bumps per Init so store keys never collide
+  int next_set_id_ = 1;
+  int set_ops_seq_ = 0;  // names of add/remove requests (same order on all ranks)
+
+  std::mutex sets_mu_;  // guards sets_
+  std::map<int, std::unique_ptr<ProcessSetState>> sets_;
+
+  std::atomic<bool> initialized_{false};
+  std::atomic<bool> shutdown_requested_{false};
+  std::mutex failure_mu_;
+  Status failure_;  // set once the background loop died
+
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool wake_pending_ = false;
+  std::thread thread_;
+};
+
+}  // namespace hvda

@@ -1,0 +1,65 @@
+#include "common/tensor_queue.h"
+
+namespace hvda {
+
+Status TensorQueue::Add(std::vector<TensorEntry> entries) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string& name = entries[i].request.name;
+    bool dup_in_group = false;
+    for (size_t j = 0; j < i; ++j) dup_in_group |= entries[j].request.name == name;
+    if (table_.count(name) || dup_in_group)
+      return Status::InvalidArgument(
+          "Requested to collect a tensor with the name '" + name +
+          "', but a collective with this name is already in flight on this rank. Give "
+          "concurrent operations distinct names, or synchronize the first one before reusing "
+          "the name.");
+  }
+  for (auto& e : entries) {
+    new_requests_.push_back(e.request);
+    std::string name = e.request.name;
+    table_.emplace(std::move(name), std::move(e));
+  }
+  return Status::OK();
+}
+
+void TensorQueue::PopNewRequests(std::vector<Request>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (out->empty()) {
+    out->swap(new_requests_);
+  } else {
+    out->insert(out->end(), new_requests_.begin(), new_requests_.end());
+    new_requests_.clear();
+  }
+}
+
+bool TensorQueue::Take(const std::string& name, TensorEntry* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = table_.find(name);
+  if (it == table_.end()) return false;
+  *out = std::move(it->second);
+  table_.erase(it);
+  return true;
+}
+
+void TensorQueue::FailAll(const Status& st) {
+  std::unordered_map<std::string, TensorEntry> table;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    table.swap(table_);
+    new_requests_.clear();
+  }
+  for (auto& kv : table) kv.second.work->Complete(st);
+}
+
+bool TensorQueue::HasNewRequests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !new_requests_.empty();
+}
+
+size_t TensorQueue::InFlight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return table_.size();
+}
+
+}  // namespace hvda

@@ -1,0 +1,48 @@
+// TensorQueue: per process set, the operations this rank has enqueued and not
+// yet finished. Framework threads Add; the background thread pops the new
+// requests each cycle and Takes entries when a response names them.
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/message.h"
+#include "common/work.h"
+
+namespace hvda {
+
+struct TensorEntry {
+  Request request;
+  // Caller-owned memory that stays valid until `work` completes.
+  const void* input = nullptr;
+  void* output = nullptr;
+  std::shared_ptr<Work> work;
+};
+
+class TensorQueue {
+ public:
+  // Adds entries atomically (a group is negotiated together). Fails with
+  // InvalidArgument, adding nothing, if a name is already in flight.
+  Status Add(std::vector<TensorEntry> entries);
+  // Moves the requests added since the last call into *out (append).
+  void PopNewRequests(std::vector<Request>* out);
+  // Removes and returns the entry for name; false if this rank has none
+  // (e.g. it has joined).
+  bool Take(const std::string& name, TensorEntry* out);
+  // Completes every queued entry with st and empties the queue.
+  void FailAll(const Status& st);
+  bool HasNewRequests() const;
+  size_t InFlight() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, TensorEntry> table_;
+  std::vector<Request> new_requests_;
+};
+
+}  // namespace hvda

@@ -1,0 +1,117 @@
+#include "common/util/config.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace hvda {
+
+const std::vector<ConfigOption>& ConfigOptions() {
+  static const std::vector<ConfigOption> kOptions = {
+      {"HOROVOD_RANK", ConfigType::kInt, "0", "global rank of this process"},
+      {"HOROVOD_SIZE", ConfigType::kInt, "1", "number of processes"},
+      {"HOROVOD_LOCAL_RANK", ConfigType::kInt, "0", "rank among the processes of this host"},
+      {"HOROVOD_LOCAL_SIZE", ConfigType::kInt, "1", "number of processes on this host"},
+      {"HOROVOD_CROSS_RANK", ConfigType::kInt, "0", "index of this host among hosts"},
+      {"HOROVOD_CROSS_SIZE", ConfigType::kInt, "1", "number of hosts"},
+      {"HOROVOD_HOSTNAME", ConfigType::kString, "localhost", "host name given by the launcher"},
+      {"HOROVOD_GLOO_RENDEZVOUS_ADDR", ConfigType::kString, "", "address of horovodrun's rendezvous store"},
+      {"HOROVOD_GLOO_RENDEZVOUS_PORT", ConfigType::kInt, "-1", "port of horovodrun's rendezvous store"},
+      {"_HOROVOD_SECRET_KEY", ConfigType::kString, "", "per-job secret that the rendezvous store checks"},
+      {"HOROVOD_GLOO_IFACE", ConfigType::kString, "", "network interface for Gloo TCP"},
+      {"HOROVOD_GLOO_TIMEOUT_SECONDS", ConfigType::kFloat, "30", "timeout of Gloo connections and collectives"},
+      {"HOROVOD_START_TIMEOUT", ConfigType::kFloat, "30", "seconds to wait for every rank at init"},
+      {"HOROVOD_CONTROLLER", ConfigType::kString, "gloo", "controller transport: gloo"},
+      {"HOROVOD_CPU_OPERATIONS", ConfigType::kString, "shm,gloo",
+       "ordered CPU collective backends; the first that supports an op wins"},
+      {"HOROVOD_FUSION_THRESHOLD", ConfigType::kInt, "134217728", "fusion buffer bytes; 0 disables fusion"},
+      {"HOROVOD_CYCLE_TIME", ConfigType::kFloat, "1", "milliseconds between background cycles when idle"},
+      {"HOROVOD_CACHE_CAPACITY", ConfigType::kInt, "1024", "response cache entries; 0 disables the cache"},
+      {"HOROVOD_TIMELINE", ConfigType::kString, "", "timeline file written by rank 0, or DYNAMIC"},
+      {"HOROVOD_TIMELINE_MARK_CYCLES", ConfigType::kBool, "0", "mark background cycles in the timeline"},
+      {"HOROVOD_STALL_CHECK_DISABLE", ConfigType::kBool, "0", "disable the stall inspector"},
+      {"HOROVOD_STALL_CHECK_TIME_SECONDS", ConfigType::kFloat, "60", "warn about tensors waiting this long"},
+      {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", ConfigType::kFloat, "0",
+       "shut down when a tensor waits this long (0: never)"},
+      {"HOROVOD_DYNAMIC_PROCESS_SETS", ConfigType::kBool, "0", "allow add/remove_process_set"},
+      {"HOROVOD_LOG_LEVEL", ConfigType::kString, "WARNING", "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL"},
+      {"HOROVOD_LOG_HIDE_TIME", ConfigType::kBool, "0", "omit timestamps in log lines"},
+      {"HOROVOD_SHM_SEGMENT_BYTES", ConfigType::kInt, "4194304",
+       "bytes of shared memory per rank used by the shm backend"},
+  };
+  return kOptions;
+}
+
+namespace {
+
+const ConfigOption* Find(const std::string& env) {
+  for (const auto& o : ConfigOptions())
+    if (env == o.env) return &o;
+  return nullptr;
+}
+
+bool ParseBool(const std::string& v) {
+  // Upstream parses booleans with strtol(v) > 0; accept true/yes too.
+  if (v == "true" || v == "TRUE" || v == "True" || v == "yes") return true;
+  return std::strtol(v.c_str(), nullptr, 10) > 0;
+}
+
+Status Validate(const ConfigOption& o, const std::string& v) {
+  try {
+    size_t used = 0;
+    if (o.type == ConfigType::kInt) {
+      std::stoll(v, &used);
+    } else if (o.type == ConfigType::kFloat) {
+      std::stod(v, &used);
+    } else {
+      return Status::OK();
+    }
+    if (used != v.size()) throw std::invalid_argument(v);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument(std::string(o.env) + "='" + v + "' is not a valid " +
+                                   (o.type == ConfigType::kInt ? "integer" : "number") + " (" +
+                                   o.doc + ")");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status Config::FromEnvironment(Config* out) {
+  Config c;
+  for (const auto& o : ConfigOptions()) {
+    const char* v = std::getenv(o.env);
+    bool set = v != nullptr && v[0] != '\0';
+    std::string value = set ? std::string(v) : std::string(o.default_value);
+    if (set) HVDA_RETURN_IF_ERROR(Validate(o, value));
+    c.raw_[o.env] = value;
+    c.set_by_user_[o.env] = set;
+  }
+  *out = std::move(c);
+  return Status::OK();
+}
+
+Status Config::Set(const std::string& env, const std::string& value) {
+  const ConfigOption* o = Find(env);
+  if (o == nullptr) return Status::InvalidArgument("unknown setting " + env);
+  HVDA_RETURN_IF_ERROR(Validate(*o, value));
+  raw_[env] = value;
+  set_by_user_[env] = true;
+  return Status::OK();
+}
+
+bool Config::IsSet(const std::string& env) const {
+  auto it = set_by_user_.find(env);
+  return it != set_by_user_.end() && it->second;
+}
+
+const std::string& Config::GetString(const std::string& env) const {
+  auto it = raw_.find(env);
+  if (it == raw_.end()) throw std::logic_error("setting not registered: " + env);
+  return it->second;
+}
+
+int64_t Config::GetInt(const std::string& env) const { return std::stoll(GetString(env)); }
+double Config::GetFloat(const std::string& env) const { return std::stod(GetString(env)); }
+bool Config::GetBool(const std::string& env) const { return ParseBool(GetString(env)); }
+
+}  // namespace hvda

@@ -1,0 +1,61 @@
+#include "common/work.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <new>
+
+namespace hvda {
+
+HostBuffer::HostBuffer(size_t bytes) : bytes_(bytes) {
+  // 64-byte alignment for vector kernels; never a null pointer, even for 0 bytes.
+  size_t rounded = ((bytes + 63) / 64) * 64;
+  data_ = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (data_ == nullptr) throw std::bad_alloc();
+}
+
+HostBuffer::~HostBuffer() { std::free(data_); }
+
+bool Work::IsCompleted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+bool Work::Wait(double timeout_seconds) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (timeout_seconds < 0) {
+    cv_.wait(lock, [&] { return done_; });
+    return true;
+  }
+  return cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [&] { return done_; });
+}
+
+Status Work::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+void Work::OnComplete(std::function<void(const Status&)> cb) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!done_) {
+    callbacks_.push_back(std::move(cb));
+    return;
+  }
+  Status st = status_;
+  lock.unlock();
+  cb(st);
+}
+
+void Work::Complete(Status st) {
+  std::vector<std::function<void(const Status&)>> cbs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    done_ = true;
+    status_ = st;
+    cbs.swap(callbacks_);
+  }
+  cv_.notify_all();
+  for (auto& cb : cbs) cb(st);
+}
+
+}  // namespace hvda

@@ -1,0 +1,65 @@
+// Work: the handle of one enqueued operation (replaces upstream's int handles).
+// Created by the enqueuing thread, completed exactly once by the background
+// thread, waited on by any thread. Shared ownership (std::shared_ptr).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/util/status.h"
+
+namespace hvda {
+
+// Host memory allocated by the core for outputs whose size depends on other
+// ranks (allgather, alltoall). Handed to Python zero-copy; freed when the last
+// owner (Work or a framework tensor through the buffer protocol) lets go.
+class HostBuffer {
+ public:
+  explicit HostBuffer(size_t bytes);
+  ~HostBuffer();
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  void* data() { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class Work {
+ public:
+  bool IsCompleted() const;
+  // Blocks until completion; timeout_seconds < 0 waits forever. Returns false
+  // if the timeout passed first.
+  bool Wait(double timeout_seconds) const;
+  // The outcome; meaningful once IsCompleted().
+  Status status() const;
+  // Runs cb(status) on completion (on the completing thread), or at once if
+  // already complete. cb must not block.
+  void OnComplete(std::function<void(const Status&)> cb);
+
+  // Called once by the background thread, after setting the results below.
+  void Complete(Status st);
+
+  // Results (written before Complete, read after IsCompleted()).
+  std::shared_ptr<HostBuffer> output;
+  std::vector<int64_t> output_shape;
+  DataType output_dtype = DataType::kUInt8;
+  std::vector<int64_t> received_splits;
+  int32_t join_result = -1;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
+  std::vector<std::function<void(const Status&)>> callbacks_;
+};
+
+}  // namespace hvda

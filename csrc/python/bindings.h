@@ -1,0 +1,19 @@
+// Internal to the _core extension: each binding file registers one part.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "common/util/status.h"
+
+namespace hvda {
+namespace python {
+
+void BindWork(pybind11::module_& m);
+void BindRuntime(pybind11::module_& m);
+
+// Raises the Python exception matching a non-OK Status: ValueError for
+// InvalidArgument, _core.CollectiveError (a RuntimeError) otherwise.
+[[noreturn]] void RaiseStatus(const Status& st);
+
+}  // namespace python
+}  // namespace hvda

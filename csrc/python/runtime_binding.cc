@@ -1,0 +1,234 @@
+// Runtime bindings: init/shutdown/topology, enqueue, process sets, timeline.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "common/runtime.h"
+#include "python/bindings.h"
+
+namespace py = pybind11;
+
+namespace hvda {
+namespace python {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+void Check(const Status& st) {
+  if (!st.ok()) RaiseStatus(st);
+}
+
+const Topology& Topo(const Runtime& rt) {
+  if (!rt.initialized())
+    throw py::value_error("Horovod has not been initialized; call hvd.init() first.");
+  return rt.topology();
+}
+
+EnqueueArgs Args(RequestType type, const std::string& name, int ps, uintptr_t in, uintptr_t out,
+                 int dtype, Shape shape, int device) {
+  if (!IsValidDataType(dtype)) throw py::value_error("unknown dtype code " + std::to_string(dtype));
+  EnqueueArgs a;
+  a.type = type;
+  a.name = name;
+  a.process_set_id = ps;
+  a.input = reinterpret_cast<const void*>(in);
+  a.output = reinterpret_cast<void*>(out);
+  a.dtype = static_cast<DataType>(dtype);
+  a.shape = std::move(shape);
+  a.device = device;
+  return a;
+}
+
+std::vector<std::shared_ptr<Work>> Submit(Runtime& rt, std::vector<EnqueueArgs> ops) {
+  std::vector<std::shared_ptr<Work>> works;
+  Check(rt.Enqueue(std::move(ops), &works));
+  return works;
+}
+
+template <typename T>
+void SameLength(const std::vector<T>& v, size_t n, const char* what) {
+  if (v.size() != n) throw py::value_error(std::string("grouped op: ") + what + " has the wrong length");
+}
+
+// Grouped allreduce / reducescatter share their argument shape.
+std::vector<std::shared_ptr<Work>> Grouped(Runtime& rt, RequestType type,
+                                           const std::vector<std::string>& names, int ps,
+                                           const std::vector<uintptr_t>& ins,
+                                           const std::vector<uintptr_t>& outs,
+                                           const std::vector<int>& dtypes,
+                                           const std::vector<Shape>& shapes, int device, int op,
+                                           double pre, double post) {
+  SameLength(ins, names.size(), "inputs");
+  SameLength(dtypes, names.size(), "dtypes");
+  SameLength(shapes, names.size(), "shapes");
+  if (!outs.empty()) SameLength(outs, names.size(), "outputs");
+  std::vector<EnqueueArgs> ops;
+  for (size_t i = 0; i < names.size(); ++i) {
+    ops.push_back(Args(type, names[i], ps, ins[i], outs.empty() ? 0 : outs[i], dtypes[i], shapes[i], device));
+    ops.back().op = static_cast<ReduceOp>(op);
+    ops.back().prescale = pre;
+    ops.back().postscale = post;
+  }
+  return Submit(rt, std::move(ops));
+}
+
+}  // namespace
+
+void BindRuntime(py::module_& m) {
+  py::class_<Runtime>(m, "Runtime")
+      .def(py::init<>())
+      .def(
+          "init",
+          [](Runtime& rt, const std::vector<std::vector<int>>& sets, bool dynamic) {
+            Status st;
+            {
+              py::gil_scoped_release release;
+              st = rt.Init(sets, dynamic);
+            }
+            if (!st.ok()) {
+              if (st.code() == StatusCode::kInvalidArgument) throw py::value_error(st.reason());
+              throw std::runtime_error(st.reason());
+            }
+          },
+          py::arg("process_sets") = std::vector<std::vector<int>>(), py::arg("dynamic") = false)
+      .def("shutdown", [](Runtime& rt) {
+        py::gil_scoped_release release;
+        rt.Shutdown();
+      })
+      .def("is_initialized", &Runtime::initialized)
+      .def("rank", [](const Runtime& rt) { return Topo(rt).rank; })
+      .def("size", [](const Runtime& rt) { return Topo(rt).size; })
+      .def("local_rank", [](const Runtime& rt) { return Topo(rt).local_rank; })
+      .def("local_size", [](const Runtime& rt) { return Topo(rt).local_size; })
+      .def("cross_rank", [](const Runtime& rt) { return Topo(rt).cross_rank; })
+      .def("cross_size", [](const Runtime& rt) { return Topo(rt).cross_size; })
+      .def("is_homogeneous", [](const Runtime& rt) { Topo(rt); return rt.IsHomogeneous(); })
+      .def("backends", &Runtime::GlobalBackends)
+      .def("enqueue_allreduce",
+           [](Runtime& rt, const std::string& name, int ps, uintptr_t in, uintptr_t out, int dtype,
+              Shape shape, int device, int op, double pre, double post) {
+             auto a = Args(RequestType::kAllreduce, name, ps, in, out, dtype, std::move(shape), device);
+             a.op = static_cast<ReduceOp>(op);
+             a.prescale = pre;
+             a.postscale = post;
+             return Submit(rt, {a})[0];
+           })
+      .def("enqueue_grouped_allreduce",
+           [](Runtime& rt, const std::vector<std::string>& names, int ps,
+              const std::vector<uintptr_t>& ins, const std::vector<uintptr_t>& outs,
+              const std::vector<int>& dtypes, const std::vector<Shape>& shapes, int device, int op,
+              double pre, double post) {
+             return Grouped(rt, RequestType::kAllreduce, names, ps, ins, outs, dtypes, shapes,
+                            device, op, pre, post);
+           })
+      .def("enqueue_allgather",
+           [](Runtime& rt, const std::string& name, int ps, uintptr_t in, int dtype, Shape shape,
+              int device) {
+             return Submit(rt, {Args(RequestType::kAllgather, name, ps, in, 0, dtype, std::move(shape), device)})[0];
+           })
+      .def("enqueue_grouped_allgather",
+           [](Runtime& rt, const std::vector<std::string>& names, int ps,
+              const std::vector<uintptr_t>& ins, const std::vector<int>& dtypes,
+              const std::vector<Shape>& shapes, int device) {
+             return Grouped(rt, RequestType::kAllgather, names, ps, ins, {}, dtypes, shapes, device,
+                            static_cast<int>(ReduceOp::kSum), 1.0, 1.0);
+           })
+      .def("enqueue_broadcast",
+           [](Runtime& rt, const std::string& name, int ps, uintptr_t in, uintptr_t out, int dtype,
+              Shape shape, int device, int root) {
+             auto a = Args(RequestType::kBroadcast, name, ps, in, out, dtype, std::move(shape), device);
+             a.root_rank = root;
+             return Submit(rt, {a})[0];
+           })
+      .def("enqueue_alltoall",
+           [](Runtime& rt, const std::string& name, int ps, uintptr_t in, int dtype, Shape shape,
+              int device, Shape splits) {
+             auto a = Args(RequestType::kAlltoall, name, ps, in, 0, dtype, std::move(shape), device);
+             a.splits = std::move(splits);
+             return Submit(rt, {a})[0];
+           })
+      .def("enqueue_reducescatter",
+           [](Runtime& rt, const std::string& name, int ps, uintptr_t in, uintptr_t out, int dtype,
+              Shape shape, int device, int op, double pre, double post) {
+             auto a = Args(RequestType::kReducescatter, name, ps, in, out, dtype, std::move(shape), device);
+             a.op = static_cast<ReduceOp>(op);
+             a.prescale = pre;
+             a.postscale = post;
+             return Submit(rt, {a})[0];
+           })
+      .def("enqueue_grouped_reducescatter",
+           [](Runtime& rt, const std::vector<std::string>& names, int ps,
+              const std::vector<uintptr_t>& ins, const std::vector<uintptr_t>& outs,
+              const std::vector<int>& dtypes, const std::vector<Shape>& shapes, int device, int op,
+              double pre, double post) {
+             return Grouped(rt, RequestType::kReducescatter, names, ps, ins, outs, dtypes, shapes,
+                            device, op, pre, post);
+           })
+      .def("enqueue_join", [](Runtime& rt, int device) {
+        Topo(rt);
+        return rt.EnqueueJoin(device);
+      })
+      .def("enqueue_barrier",
+           [](Runtime& rt, int ps) {
+             std::shared_ptr<Work> w;
+             Check(rt.EnqueueBarrier(ps, &w));
+             return w;
+           })
+      .def("add_process_set",
+           [](Runtime& rt, std::vector<int> ranks) {
+             int id = -1;
+             Status st;
+             {
+               py::gil_scoped_release release;
+               st = rt.AddProcessSet(std::move(ranks), &id);
+             }
+             Check(st);
+             return id;
+           })
+      .def("remove_process_set",
+           [](Runtime& rt, int id) {
+             bool removed = false;
+             Status st;
+             {
+               py::gil_scoped_release release;
+               st = rt.RemoveProcessSet(id, &removed);
+             }
+             Check(st);
+             return removed;
+           })
+      .def("process_set_ids", &Runtime::ProcessSetIds)
+      .def("process_set_ranks",
+           [](Runtime& rt, int id) {
+             std::vector<int> ranks;
+             Check(rt.ProcessSetRanks(id, &ranks));
+             return ranks;
+           })
+      .def("process_set_rank",
+           [](Runtime& rt, int id) {
+             std::vector<int> ranks;
+             Check(rt.ProcessSetRanks(id, &ranks));
+             for (size_t i = 0; i < ranks.size(); ++i)
+               if (ranks[i] == rt.topology().rank) return static_cast<int>(i);
+             return -1;
+           })
+      .def("process_set_size",
+           [](Runtime& rt, int id) {
+             std::vector<int> ranks;
+             Check(rt.ProcessSetRanks(id, &ranks));
+             return static_cast<int>(ranks.size());
+           })
+      .def("process_set_included",
+           [](Runtime& rt, int id) {
+             std::vector<int> ranks;
+             Check(rt.ProcessSetRanks(id, &ranks));
+             for (int r : ranks)
+               if (r == rt.topology().rank) return true;
+             return false;
+           })
+      .def("start_timeline",
+           [](Runtime& rt, const std::string& path, bool mark) { Check(rt.StartTimeline(path, mark)); },
+           py::arg("path"), py::arg("mark_cycles") = false)
+      .def("stop_timeline", [](Runtime& rt) { Check(rt.StopTimeline()); });
+}
+
+}  // namespace python
+}  // namespace hvda

@@ -1,0 +1,72 @@
+// Work and OutputBuffer bindings.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "common/work.h"
+#include "python/bindings.h"
+
+namespace py = pybind11;
+
+namespace hvda {
+namespace python {
+namespace {
+
+// A core-allocated result exposed through the buffer protocol. Holds the
+// HostBuffer alive for as long as any Python object (e.g. a torch tensor made
+// with torch.frombuffer) references this view.
+struct OutputBuffer {
+  std::shared_ptr<HostBuffer> buffer;
+  std::vector<int64_t> shape;
+  int dtype = 0;
+};
+
+}  // namespace
+
+void RaiseStatus(const Status& st) {
+  if (st.code() == StatusCode::kInvalidArgument) throw py::value_error(st.reason());
+  py::object exc = py::module_::import("horovod_accel._core").attr("CollectiveError");
+  PyErr_SetString(exc.ptr(), st.reason().c_str());
+  throw py::error_already_set();
+}
+
+void BindWork(py::module_& m) {
+  py::class_<OutputBuffer>(m, "OutputBuffer", py::buffer_protocol())
+      .def_readonly("shape", &OutputBuffer::shape)
+      .def_readonly("dtype", &OutputBuffer::dtype)
+      .def_property_readonly("nbytes", [](const OutputBuffer& b) { return b.buffer->bytes(); })
+      .def_buffer([](OutputBuffer& b) {
+        return py::buffer_info(b.buffer->data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(b.buffer->bytes())}, {1}, false);
+      });
+
+  py::class_<Work, std::shared_ptr<Work>>(m, "Work")
+      .def("is_completed", &Work::IsCompleted)
+      .def(
+          "wait",
+          [](const Work& w, double timeout) {
+            bool done;
+            {
+              py::gil_scoped_release release;
+              done = w.Wait(timeout);
+            }
+            if (!done) return false;
+            Status st = w.status();
+            if (!st.ok()) RaiseStatus(st.code() == StatusCode::kInvalidArgument
+                                          ? Status::Unknown(st.reason())
+                                          : st);
+            return true;
+          },
+          py::arg("timeout_seconds") = -1.0,
+          "Blocks (GIL released) until done; False on timeout; raises CollectiveError on failure.")
+      .def("output",
+           [](const Work& w) -> py::object {
+             if (!w.output) return py::none();
+             OutputBuffer b{w.output, w.output_shape, static_cast<int>(w.output_dtype)};
+             return py::cast(std::move(b));
+           })
+      .def("received_splits", [](const Work& w) { return w.received_splits; })
+      .def("join_result", [](const Work& w) { return w.join_result; });
+}
+
+}  // namespace python
+}  // namespace hvda

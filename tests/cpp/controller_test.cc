@@ -1,0 +1,190 @@
+// Negotiation tests: N ranks as threads, each with its own Controller over a
+// real Gloo controller transport (loopback TCP, in-memory store).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "common/controller.h"
+#include "common/transport/gloo_context.h"
+#include "common/transport/gloo_controller_transport.h"
+#include "multi_rank_harness.h"
+
+namespace hvda {
+namespace {
+
+using testing::LocalSpec;
+using testing::RunRanks;
+
+// Counts gathers so tests can tell the cache fast path from the slow path.
+class CountingTransport : public ControllerTransport {
+ public:
+  explicit CountingTransport(std::unique_ptr<ControllerTransport> t) : t_(std::move(t)) {}
+  int rank() const override { return t_->rank(); }
+  int size() const override { return t_->size(); }
+  Status Gather(const std::string& m, std::vector<std::string>* a) override {
+    ++gathers;
+    return t_->Gather(m, a);
+  }
+  Status Broadcast(std::string* b) override { return t_->Broadcast(b); }
+  Status BitAnd(std::vector<uint64_t>* b) override { return t_->BitAnd(b); }
+  int gathers = 0;
+
+ private:
+  std::unique_ptr<ControllerTransport> t_;
+};
+
+struct Rank {
+  std::unique_ptr<CountingTransport> transport;
+  std::unique_ptr<Controller> controller;
+  Logger log;
+};
+
+void MakeRank(int rank, int size, Store* store, ControllerOptions opts, Rank* out) {
+  std::shared_ptr<gloo::Context> ctx;
+  ASSERT_TRUE(CreateGlooContext(LocalSpec(store, "ctrl/", rank, size), "", &ctx).ok());
+  out->transport = std::make_unique<CountingTransport>(std::make_unique<GlooControllerTransport>(ctx));
+  std::vector<int> ranks(size);
+  for (int r = 0; r < size; ++r) ranks[r] = r;
+  out->controller = std::make_unique<Controller>(out->transport.get(), opts, ranks, &out->log, nullptr);
+}
+
+Request Req(int rank, const std::string& name, std::vector<int64_t> shape,
+            RequestType type = RequestType::kAllreduce) {
+  Request r;
+  r.rank = rank;
+  r.name = name;
+  r.type = type;
+  r.shape = std::move(shape);
+  return r;
+}
+
+// Cycles until `want` tensor names were answered (or 500 cycles).
+std::vector<Response> CycleUntil(Controller& c, std::vector<Request> first, size_t want) {
+  std::vector<Response> got;
+  size_t names = 0;
+  for (int i = 0; i < 500 && names < want; ++i) {
+    ResponseList l;
+    EXPECT_TRUE(c.ComputeResponseList(i == 0 ? first : std::vector<Request>(), false, &l).ok());
+    for (auto& r : l.responses) {
+      names += r.names.size();
+      got.push_back(r);
+    }
+  }
+  return got;
+}
+
+std::vector<std::string> Names(const std::vector<Response>& rs) {
+  std::vector<std::string> n;
+  for (const auto& r : rs) n.insert(n.end(), r.names.begin(), r.names.end());
+  return n;
+}
+
+class ControllerTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ControllerTest, AnyOrderAgreesEverywhereThenUsesCache) {
+  const int size = GetParam();
+  std::vector<std::vector<std::string>> seen(size);
+  std::vector<int> slow_gathers(size);
+  RunRanks(size, [&](int rank, int n, Store* store) {
+    Rank me;
+    MakeRank(rank, n, store, ControllerOptions(), &me);
+    for (int step = 0; step < 3; ++step) {
+      std::vector<Request> reqs;
+      for (int i = 0; i < 8; ++i) reqs.push_back(Req(rank, "t" + std::to_string(i), {i + 1}));
+      if (rank % 2 == 1) std::reverse(reqs.begin(), reqs.end());
+      int before = me.transport->gathers;
+      auto rs = CycleUntil(*me.controller, reqs, 8);
+      if (step == 0) seen[rank] = Names(rs);
+      if (step == 2) slow_gathers[rank] = me.transport->gathers - before;
+    }
+  });
+  for (int r = 0; r < size; ++r) {
+    EXPECT_EQ(seen[r], seen[0]) << "rank " << r << " executes in a different order";
+    EXPECT_EQ(seen[r].size(), 8u);
+    if (size > 1) EXPECT_EQ(slow_gathers[r], 0) << "steady state should not gather";
+  }
+}
+
+TEST_P(ControllerTest, ShapeMismatchIsAnErrorNamingRanks) {
+  const int size = GetParam();
+  if (size < 2) GTEST_SKIP() << "needs two ranks";
+  std::vector<Response> got(size);
+  RunRanks(size, [&](int rank, int n, Store* store) {
+    Rank me;
+    MakeRank(rank, n, store, ControllerOptions(), &me);
+    auto rs = CycleUntil(*me.controller, {Req(rank, "x", {4, rank == 1 ? 5 : 4})}, 1);
+    ASSERT_EQ(rs.size(), 1u);
+    got[rank] = rs[0];
+    // The job keeps working afterwards.
+    auto ok = CycleUntil(*me.controller, {Req(rank, "y", {2})}, 1);
+    ASSERT_EQ(ok.size(), 1u);
+    EXPECT_EQ(ok[0].type, ResponseType::kAllreduce);
+  });
+  for (int r = 0; r < size; ++r) {
+    EXPECT_EQ(got[r].type, ResponseType::kError);
+    EXPECT_NE(got[r].error.find("'x'"), std::string::npos) << got[r].error;
+    EXPECT_NE(got[r].error.find("rank 0 has [4, 4], rank 1 has [4, 5]"), std::string::npos)
+        << got[r].error;
+  }
+}
+
+TEST_P(ControllerTest, JoinedRanksLetAllreduceProceedAndRejectAllgather) {
+  const int size = GetParam();
+  if (size < 2) GTEST_SKIP() << "needs two ranks";
+  std::vector<std::vector<Response>> got(size);
+  RunRanks(size, [&](int rank, int n, Store* store) {
+    Rank me;
+    MakeRank(rank, n, store, ControllerOptions(), &me);
+    std::vector<Request> reqs;
+    if (rank == n - 1) {
+      reqs.push_back(Req(rank, "__join__", {}, RequestType::kJoin));
+    } else {
+      reqs.push_back(Req(rank, "a", {3}));
+      reqs.push_back(Req(rank, "g", {3}, RequestType::kAllgather));
+    }
+    auto rs = CycleUntil(*me.controller, reqs, 2);
+    std::vector<Request> join;
+    if (rank != n - 1) join.push_back(Req(rank, "__join__", {}, RequestType::kJoin));
+    auto rest = CycleUntil(*me.controller, join, 1);
+    rs.insert(rs.end(), rest.begin(), rest.end());
+    got[rank] = rs;
+  });
+  for (int r = 0; r < size; ++r) {
+    ASSERT_EQ(got[r].size(), 3u);
+    EXPECT_EQ(got[r][0].type, ResponseType::kAllreduce);
+    EXPECT_EQ(got[r][1].type, ResponseType::kError);
+    EXPECT_NE(got[r][1].error.find("join"), std::string::npos);
+    EXPECT_EQ(got[r][2].type, ResponseType::kJoin);
+    // The last rank to call join (ranks 0..size-2 join in some order).
+    EXPECT_EQ(got[r][2].last_joined_rank, got[0][2].last_joined_rank);
+    EXPECT_GE(got[r][2].last_joined_rank, 0);
+    EXPECT_LE(got[r][2].last_joined_rank, size - 2);
+  }
+}
+
+TEST_P(ControllerTest, FusesSmallTensorsAndChangedShapeInvalidatesCache) {
+  const int size = GetParam();
+  std::vector<std::vector<Response>> got(size);
+  RunRanks(size, [&](int rank, int n, Store* store) {
+    Rank me;
+    MakeRank(rank, n, store, ControllerOptions(), &me);
+    std::vector<Request> reqs = {Req(rank, "a", {4}), Req(rank, "b", {4}), Req(rank, "c", {4})};
+    CycleUntil(*me.controller, reqs, 3);  // populate the cache
+    reqs[1].shape = {5};                  // "b" changes shape on every rank
+    got[rank] = CycleUntil(*me.controller, reqs, 3);
+  });
+  for (int r = 0; r < size; ++r) {
+    auto names = Names(got[r]);
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"a", "b", "c"}));
+    for (const auto& resp : got[r])
+      for (size_t i = 0; i < resp.names.size(); ++i)
+        if (resp.names[i] == "b") EXPECT_EQ(resp.shapes[i], (std::vector<int64_t>{5}));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, ControllerTest, ::testing::Values(1, 2, 3));
+
+}  // namespace
+}  // namespace hvda

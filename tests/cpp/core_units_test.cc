@@ -1,0 +1,172 @@
+// Unit tests of the core's single-rank pieces: wire encoding, response cache,
+// fusion planning and the tensor queue.
+#include <gtest/gtest.h>
+
+#include "common/fusion.h"
+#include "common/message.h"
+#include "common/response_cache.h"
+#include "common/tensor_queue.h"
+
+namespace hvda {
+namespace {
+
+Request MakeRequest(const std::string& name, std::vector<int64_t> shape,
+                    RequestType type = RequestType::kAllreduce) {
+  Request r;
+  r.name = name;
+  r.type = type;
+  r.shape = std::move(shape);
+  return r;
+}
+
+Response MakeResponse(const std::string& name, std::vector<int64_t> shape,
+                      DataType dtype = DataType::kFloat32) {
+  Response r;
+  r.type = ResponseType::kAllreduce;
+  r.names = {name};
+  r.shapes = {std::move(shape)};
+  r.dtype = dtype;
+  return r;
+}
+
+TEST(Message, RequestListRoundTrip) {
+  RequestList l;
+  l.shutdown = true;
+  Request r = MakeRequest("allreduce.x", {3, 0, 5}, RequestType::kAlltoall);
+  r.splits = {1, 2};
+  r.prescale = 0.5;
+  r.root_rank = 1;
+  l.requests = {r, MakeRequest("b", {})};
+  RequestList back;
+  ASSERT_TRUE(Deserialize(Serialize(l), &back).ok());
+  ASSERT_EQ(back.requests.size(), 2u);
+  EXPECT_TRUE(back.shutdown);
+  EXPECT_EQ(back.requests[0].name, "allreduce.x");
+  EXPECT_EQ(back.requests[0].shape, (std::vector<int64_t>{3, 0, 5}));
+  EXPECT_EQ(back.requests[0].splits, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(back.requests[0].prescale, 0.5);
+  EXPECT_EQ(back.requests[0].type, RequestType::kAlltoall);
+  EXPECT_TRUE(back.requests[1].shape.empty());
+}
+
+TEST(Message, ResponseListRoundTripAndCorruption) {
+  ResponseList l;
+  l.joined_count = 2;
+  Response r = MakeResponse("a", {4});
+  r.names.push_back("b");
+  r.shapes.push_back({2, 2});
+  r.error = "boom";
+  r.rank_dim0 = {1, 2, 3};
+  l.responses = {r};
+  std::string bytes = Serialize(l);
+  ResponseList back;
+  ASSERT_TRUE(Deserialize(bytes, &back).ok());
+  EXPECT_EQ(back.joined_count, 2);
+  EXPECT_EQ(back.responses[0].names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(back.responses[0].rank_dim0, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(back.responses[0].error, "boom");
+  EXPECT_FALSE(Deserialize(bytes.substr(0, bytes.size() - 3), &back).ok());
+}
+
+TEST(ResponseCache, HitMissInvalid) {
+  ResponseCache cache(4);
+  uint32_t slot = 99;
+  Request req = MakeRequest("a", {4});
+  EXPECT_EQ(cache.Find(req, &slot), ResponseCache::Lookup::kMiss);
+  cache.Put(MakeResponse("a", {4}), req);
+  EXPECT_EQ(cache.Find(req, &slot), ResponseCache::Lookup::kHit);
+  EXPECT_EQ(slot, 0u);
+  EXPECT_EQ(cache.Find(MakeRequest("a", {5}), &slot), ResponseCache::Lookup::kInvalid);
+  cache.Erase(slot);
+  EXPECT_EQ(cache.Find(req, &slot), ResponseCache::Lookup::kMiss);
+}
+
+TEST(ResponseCache, EvictsLeastRecentlyUsedAndReusesLowestSlot) {
+  ResponseCache cache(2);
+  cache.Put(MakeResponse("a", {1}), MakeRequest("a", {1}));
+  cache.Put(MakeResponse("b", {1}), MakeRequest("b", {1}));
+  uint32_t slot;
+  ASSERT_EQ(cache.Find(MakeRequest("a", {1}), &slot), ResponseCache::Lookup::kHit);
+  cache.Touch(slot);  // "b" is now least recently used
+  cache.Put(MakeResponse("c", {1}), MakeRequest("c", {1}));
+  EXPECT_EQ(cache.Find(MakeRequest("b", {1}), &slot), ResponseCache::Lookup::kMiss);
+  ASSERT_EQ(cache.Find(MakeRequest("c", {1}), &slot), ResponseCache::Lookup::kHit);
+  EXPECT_EQ(slot, 1u);
+  EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST(ResponseCache, IgnoresUncacheableResponses) {
+  ResponseCache cache(4);
+  Response barrier = MakeResponse("bar", {});
+  barrier.type = ResponseType::kBarrier;
+  cache.Put(barrier, MakeRequest("bar", {}, RequestType::kBarrier));
+  EXPECT_EQ(cache.size(), 0u);
+  ResponseCache off(0);
+  off.Put(MakeResponse("a", {1}), MakeRequest("a", {1}));
+  EXPECT_EQ(off.size(), 0u);
+}
+
+TEST(Fusion, MergesCompatibleUpToThreshold) {
+  std::vector<Response> rs = {MakeResponse("a", {10}), MakeResponse("b", {10}),
+                              MakeResponse("c", {10}, DataType::kFloat64),
+                              MakeResponse("d", {10}), MakeResponse("e", {100})};
+  FuseResponses(&rs, 120);  // a+b+d = 120 bytes of float32; e does not fit
+  ASSERT_EQ(rs.size(), 3u);
+  EXPECT_EQ(rs[0].names, (std::vector<std::string>{"a", "b", "d"}));
+  EXPECT_EQ(rs[1].names, (std::vector<std::string>{"c"}));
+  EXPECT_EQ(rs[2].names, (std::vector<std::string>{"e"}));
+  EXPECT_EQ(rs[0].shapes.size(), 3u);
+}
+
+TEST(Fusion, DisabledAndNonAllreduceUntouched) {
+  std::vector<Response> rs = {MakeResponse("a", {1}), MakeResponse("b", {1})};
+  FuseResponses(&rs, 0);
+  EXPECT_EQ(rs.size(), 2u);
+  rs[1].type = ResponseType::kAllgather;
+  rs.push_back(MakeResponse("c", {1}));
+  rs[2].type = ResponseType::kAllgather;
+  FuseResponses(&rs, 1 << 20);
+  EXPECT_EQ(rs.size(), 3u);
+  rs[0].postscale = 2.0;
+  rs.push_back(MakeResponse("d", {1}));
+  FuseResponses(&rs, 1 << 20);
+  EXPECT_EQ(rs.size(), 4u);  // different postscale: not fused
+}
+
+TEST(TensorQueue, DuplicateNamesRejectedAtomically) {
+  TensorQueue q;
+  TensorEntry a;
+  a.request = MakeRequest("x", {1});
+  a.work = std::make_shared<Work>();
+  ASSERT_TRUE(q.Add({a}).ok());
+  TensorEntry b = a, c = a;
+  b.request.name = "y";
+  Status st = q.Add({b, c});  // c duplicates in-flight "x"
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.reason().find("'x'"), std::string::npos);
+  EXPECT_EQ(q.InFlight(), 1u);
+  std::vector<Request> reqs;
+  q.PopNewRequests(&reqs);
+  EXPECT_EQ(reqs.size(), 1u);
+  EXPECT_FALSE(q.HasNewRequests());
+  q.FailAll(Status::Aborted("stop"));
+  EXPECT_TRUE(a.work->IsCompleted());
+  EXPECT_EQ(a.work->status().code(), StatusCode::kAborted);
+  TensorEntry got;
+  EXPECT_FALSE(q.Take("x", &got));
+}
+
+TEST(Work, WaitTimesOutThenCompletes) {
+  Work w;
+  EXPECT_FALSE(w.Wait(0.01));
+  int called = 0;
+  w.OnComplete([&](const Status& s) { called += s.ok(); });
+  w.Complete(Status::OK());
+  EXPECT_TRUE(w.Wait(-1));
+  EXPECT_EQ(called, 1);
+  w.OnComplete([&](const Status& s) { called += s.ok(); });
+  EXPECT_EQ(called, 2);
+}
+
+}  // namespace
+}  // namespace hvda
