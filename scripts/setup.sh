@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian/Ubuntu machine for horovod_accel: system packages,
+# a Python venv in .venv with the pinned frameworks, and an editable build.
+# Idempotent: re-running only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+need_pkgs=()
+for p in libgloo-dev libgtest-dev g++ make openmpi-bin libopenmpi-dev; do
+  dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
+done
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "==> installing system packages: ${need_pkgs[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv"
+  "$PY" -m venv .venv
+fi
+echo "==> installing Python packages"
+.venv/bin/pip install -q --upgrade pip >/dev/null
+.venv/bin/pip install -q "torch==2.13.0" numpy pytest cloudpickle pybind11 setuptools wheel
+command -v cmake >/dev/null 2>&1 || .venv/bin/pip install -q cmake
+.venv/bin/pip install -q mpi4py || echo "(mpi4py unavailable: the mpi4py benchmark peer will be skipped)"
+
+echo "==> building horovod_accel"
+HVDA_BUILD_DIR="$PWD/build/python" .venv/bin/pip install -q --no-build-isolation -e .
+echo "==> ready: $(.venv/bin/horovodrun --version 2>/dev/null || echo horovodrun)"
