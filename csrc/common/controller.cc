@@ -79,6 +79,10 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
     to_send.push_back(p.request);
     has_uncached = true;
   }
+  // The coordinator re-examines waiting tensors (stalls) at least once a second.
+  if (coordinator_ && coordinator_->HasWaiting() &&
+      now - last_slow_path_ > std::chrono::seconds(1))
+    has_uncached = true;
   bits[0] = (shutdown_requested ? 0 : kNoShutdownBit) | (has_uncached ? 0 : kNoUncachedBit);
   HVDA_RETURN_IF_ERROR(transport_->BitAnd(&bits));
 
@@ -113,6 +117,7 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
 
 Status Controller::SlowPath(std::vector<Request> to_send, bool shutdown_requested,
                             ResponseList* out) {
+  last_slow_path_ = std::chrono::steady_clock::now();
   RequestList mine;
   mine.requests = std::move(to_send);
   mine.shutdown = shutdown_requested;

@@ -65,6 +65,7 @@ class Controller {
   std::unique_ptr<Coordinator> coordinator_;  // set rank 0 only
   std::vector<Pending> pending_;
   int32_t joined_count_ = 0;
+  std::chrono::steady_clock::time_point last_slow_path_;
 };
 
 }  // namespace hvda

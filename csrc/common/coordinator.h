@@ -35,6 +35,10 @@ class Coordinator {
   // responses that became ready, in readiness order, with join/shutdown state.
   ResponseList Process(const std::vector<RequestList>& lists);
 
+  // Whether some tensor waits for ranks (its readiness and stalls are only
+  // re-examined on the slow path, so the controller forces one now and then).
+  bool HasWaiting() const { return !table_.empty() || !joined_.empty(); }
+
  private:
   struct Entry {
     std::vector<Request> requests;  // arrival order

@@ -184,6 +184,38 @@ TEST_P(ControllerTest, FusesSmallTensorsAndChangedShapeInvalidatesCache) {
   }
 }
 
+TEST_P(ControllerTest, StallShutdownNamesMissingRanks) {
+  const int size = GetParam();
+  if (size < 2) GTEST_SKIP() << "needs two ranks";
+  std::vector<std::string> errors(size);
+  std::vector<bool> shut(size, false);
+  RunRanks(size, [&](int rank, int n, Store* store) {
+    ControllerOptions opts;
+    opts.stall.warning_seconds = 0.2;
+    opts.stall.shutdown_seconds = 0.5;
+    Rank me;
+    MakeRank(rank, n, store, opts, &me);
+    std::vector<Request> reqs;
+    if (rank == 0) reqs.push_back(Req(rank, "lonely", {1}));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      ResponseList l;
+      ASSERT_TRUE(me.controller->ComputeResponseList(reqs, false, &l).ok());
+      reqs.clear();
+      for (const auto& r : l.responses)
+        if (r.type == ResponseType::kError) errors[rank] = r.error;
+      if (l.shutdown) {
+        shut[rank] = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  for (int r = 0; r < size; ++r) EXPECT_TRUE(shut[r]) << "rank " << r << " did not shut down";
+  EXPECT_NE(errors[0].find("'lonely'"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("ranks [1"), std::string::npos) << errors[0];
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSizes, ControllerTest, ::testing::Values(1, 2, 3));
 
 }  // namespace
