@@ -1,0 +1,18 @@
+"""horovod_accel's launcher: `horovodrun` (launch.py) and its rendezvous store.
+
+Modules, one purpose each:
+  launch.py          entry point: plans the job, starts the store, runs the job
+  args.py            the command line (upstream's flags)
+  tunables.py        tuneable flags -> HOROVOD_* variables
+  hosts.py           -H / --hostfile parsing and rank-to-slot assignment
+  network.py         local-host detection, store address for remote hosts
+  store_protocol.py  the store's wire protocol (documented there)
+  store_server.py    the store served by horovodrun
+  store_client.py    a Python client of the store
+  rank_process.py    starting one rank (local or ssh) and its environment
+  output.py          prefixing/forwarding rank output, --output-filename
+  job.py             watching ranks, fail-fast stop, failure report
+  check_build.py     --check-build
+
+Upstream's programmatic `horovod.runner.run(func, ...)` is not provided yet.
+"""

@@ -1,0 +1,97 @@
+"""`horovodrun --check-build`: upstream's report of what this install can do.
+
+Frameworks are probed by importing their horovod_accel adapter; controllers
+and tensor operations come from the C++ core (`_core.build_info()`, keys in
+docs/design/core_binding.md).
+"""
+import importlib
+import importlib.metadata
+import importlib.util
+import sys
+
+_FRAMEWORKS = [("TensorFlow", "tensorflow"), ("PyTorch", "torch"), ("MXNet", "mxnet")]
+
+
+class CoreNotBuilt(RuntimeError):
+    pass
+
+
+def load_build_info():
+    """Returns _core.build_info(); raises CoreNotBuilt with a how-to-fix message."""
+    try:
+        from horovod_accel import _core
+    except ImportError as e:
+        raise CoreNotBuilt(
+            f"the horovod_accel C++ extension (horovod_accel._core) is not built or failed to load "
+            f"({e}). Build it from the source tree with `pip install -e .`.") from None
+    return _core.build_info()
+
+
+def horovod_version():
+    """The installed horovod_accel version, from the package, its metadata or the core."""
+    try:
+        import horovod_accel
+        v = getattr(horovod_accel, "__version__", None)
+        if v:
+            return v
+    except ImportError:
+        pass
+    try:
+        return importlib.metadata.version("horovod_accel")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        return load_build_info()["version"]
+    except CoreNotBuilt:
+        return "unknown (horovod_accel is not installed; run `pip install -e .`)"
+
+
+def framework_available(module, verbose=False):
+    """True if the framework is installed and horovod_accel's adapter for it imports."""
+    if importlib.util.find_spec(module) is None:
+        return False
+    adapter = f"horovod_accel.{module}"
+    try:
+        importlib.import_module(adapter)
+        return True
+    except Exception as e:  # any failure means the adapter is unusable
+        if verbose:
+            print(f"{module} is installed but {adapter} failed to import: {e!r}", file=sys.stderr)
+        return False
+
+
+def render(info, frameworks):
+    """The report text. info: build_info() dict; frameworks: {display name: bool}."""
+    def box(v):
+        return "[X]" if v else "[ ]"
+
+    ops = [op.lower() for op in info.get("cpu_operations", [])]
+    controllers = [c.lower() for c in info.get("controllers", [])]
+    lines = [f"Horovod v{info.get('version', horovod_version())}:", "", "Available Frameworks:"]
+    lines += [f"    {box(frameworks[name])} {name}" for name, _ in _FRAMEWORKS]
+    lines += ["", "Available Controllers:",
+              f"    {box(info.get('mpi_built') or 'mpi' in controllers)} MPI",
+              f"    {box(info.get('gloo_built') and 'gloo' in controllers)} Gloo",
+              "", "Available Tensor Operations:",
+              f"    {box(info.get('nccl_built'))} NCCL",
+              f"    {box(info.get('ddl_built'))} DDL",
+              f"    {box(info.get('ccl_built'))} CCL",
+              f"    {box(info.get('mpi_built'))} MPI",
+              f"    {box('gloo' in ops)} Gloo",
+              f"    {box('shm' in ops)} Shared memory (shm)"]
+    devices = info.get("devices", [])
+    if devices:
+        lines += ["", "Available Devices:"] + [f"    [X] {d}" for d in devices]
+    return "\n".join(lines)
+
+
+def check_build(verbose=False):
+    """Prints the report; returns the process exit code (1 if the core is not built)."""
+    try:
+        info = load_build_info()
+    except CoreNotBuilt as e:
+        print(f"horovodrun --check-build: {e}", file=sys.stderr)
+        return 1
+    frameworks = {name: framework_available(mod, verbose) for name, mod in _FRAMEWORKS}
+    print(("\n" if verbose else "") + render(info, frameworks))
+    return 0

@@ -1,0 +1,104 @@
+"""`horovodrun` (console script): upstream Horovod's launcher, Gloo controller.
+
+    horovodrun -np 4 -H host1:2,host2:2 python train.py
+
+Starts the rendezvous store (store_server.py), one process per rank (local
+or over ssh) with the HOROVOD_* environment below, forwards their output and
+stops the whole job when one rank fails (job.py).
+
+Env contract, per rank (rank_process.slot_env):
+  HOROVOD_RANK, HOROVOD_SIZE, HOROVOD_LOCAL_RANK, HOROVOD_LOCAL_SIZE,
+  HOROVOD_CROSS_RANK, HOROVOD_CROSS_SIZE, HOROVOD_HOSTNAME (as given in -H),
+  HOROVOD_GLOO_RENDEZVOUS_ADDR, HOROVOD_GLOO_RENDEZVOUS_PORT,
+  _HOROVOD_SECRET_KEY (the store's per-job secret), HOROVOD_CONTROLLER=gloo,
+  PYTHONUNBUFFERED=1 (unless set), plus the tunables of tunables.py
+  (e.g. HOROVOD_START_TIMEOUT from --start-timeout). HOROVOD_CPU_OPERATIONS is
+  left alone: the core picks shared memory first on its own.
+"""
+import os
+import secrets
+import sys
+
+from horovod_accel.runner import args as args_mod
+from horovod_accel.runner import hosts as hosts_mod
+from horovod_accel.runner import job, network, output, tunables
+from horovod_accel.runner.check_build import check_build
+from horovod_accel.runner.store_server import RendezvousStoreServer
+
+
+class UsageError(ValueError):
+    pass
+
+
+def _host_list(a):
+    if a.hosts:
+        return hosts_mod.parse_hosts(a.hosts)
+    if a.hostfile:
+        return hosts_mod.parse_hostfile(a.hostfile)
+    return [hosts_mod.Host("localhost", a.num_proc)]
+
+
+def _start_timeout(a):
+    if a.start_timeout is not None:
+        return float(a.start_timeout)
+    try:
+        return float(os.environ.get("HOROVOD_START_TIMEOUT", "30"))
+    except ValueError:
+        raise UsageError(f"HOROVOD_START_TIMEOUT={os.environ['HOROVOD_START_TIMEOUT']!r} is not "
+                         "a number of seconds") from None
+
+
+def plan(a):
+    """Everything but the secret and port: (slots, local hostnames, bind address,
+    {hostname: store address seen from it}). Raises ValueError on bad input."""
+    slots = hosts_mod.assign_slots(_host_list(a), a.num_proc)
+    names = list(dict.fromkeys(s.hostname for s in slots))
+    local = {h for h in names if network.is_local_host(h)}
+    store_addr = {}
+    for h in names:
+        store_addr[h] = "127.0.0.1" if h in local else network.driver_address_for(h, a.nics)
+    bind = "127.0.0.1" if len(local) == len(names) else "0.0.0.0"
+    return slots, local, bind, store_addr
+
+
+def run(a):
+    """Runs the job described by parsed args; returns the exit code."""
+    slots, local, bind, store_addr = plan(a)
+    env = dict(os.environ)
+    env.update(tunables.env_from_args(a))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    start_timeout = _start_timeout(a)
+    secret = secrets.token_hex(32)
+    if a.output_filename:
+        os.makedirs(a.output_filename, exist_ok=True)
+    with RendezvousStoreServer(secret, host=bind, verbose=a.verbose) as store:
+        if a.verbose:
+            output.console_message(f"{len(slots)} ranks on {', '.join(store_addr)}; command: "
+                                   f"{' '.join(a.command)}")
+        spec = job.JobSpec(slots=slots, command=a.command, env=env, secret=secret,
+                           store_port=store.port, store_addr=store_addr, local_hosts=local,
+                           output_dir=a.output_filename,
+                           timestamp_output=a.prefix_output_with_timestamp, verbose=a.verbose,
+                           ssh_port=a.ssh_port, ssh_identity_file=a.ssh_identity_file,
+                           start_timeout=start_timeout)
+        return job.run_job(spec)
+
+
+def run_commandline(argv=None):
+    """Entry point of the `horovodrun` console script; exits the process."""
+    a = args_mod.parse_args(argv)
+    if a.check_build:
+        sys.exit(check_build(a.verbose))
+    try:
+        code = run(a)
+    except ValueError as e:  # bad hosts, -np, interfaces: the user's to fix
+        print(f"horovodrun: error: {e}", file=sys.stderr)
+        code = 2
+    except OSError as e:
+        print(f"horovodrun: error: {e}", file=sys.stderr)
+        code = 1
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    run_commandline()
