@@ -1,0 +1,395 @@
+#!/usr/bin/env python
+"""Allreduce benchmark: horovod_accel against torch.distributed (gloo) and Open MPI,
+measured back to back in one run, printed as one table with ratios.
+
+    .venv/bin/python benchmarks/allreduce.py              # np=2, all three peers
+    .venv/bin/python benchmarks/allreduce.py --quick      # smoke run, < 60 s
+    .venv/bin/python benchmarks/allreduce.py --only hvda,mpi --sizes 1M,64M --json out.json
+
+Each peer is one job of `--np` processes, started by its own launcher:
+  hvda   python -m horovod_accel.runner.launch -np N python peers/hvda_worker.py
+  torch  python -m torch.distributed.run --nproc_per_node N ... peers/torch_worker.py
+  mpi    mpirun -np N --allow-run-as-root --oversubscribe python peers/mpi_worker.py
+Every worker runs the same measurement code (peers/bench_common.py, where the
+timing rules are written down); rank 0 writes its results as JSON to a temp file
+whose path the driver passes in. A job that fails or runs past --timeout is
+reported as "n/a (reason)" and the other peers still run. See benchmarks/README.md.
+"""
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(HERE)
+PEERS_DIR = os.path.join(HERE, "peers")
+
+PEER_ORDER = ("hvda", "torch", "mpi")
+PEER_LABEL = {"hvda": "horovod_accel", "torch": "torch gloo", "mpi": "Open MPI"}
+
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+DEFAULT_SIZES = [4 * KIB, 64 * KIB, 1 * MIB, 16 * MIB, 64 * MIB, 256 * MIB]
+QUICK_SIZES = [4 * KIB, 64 * KIB, 1 * MIB]
+
+
+# ---------------------------------------------------------------- plan
+
+def parse_size(text):
+    """'4K' / '64KiB' / '1M' / '4096' -> bytes (binary units); must be a multiple of 4 (float32)."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    mult = {"K": KIB, "M": MIB, "G": GIB}.get(t[-1:], 1)
+    if mult != 1:
+        t = t[:-1]
+    n = int(float(t) * mult)
+    if n <= 0 or n % 4:
+        raise argparse.ArgumentTypeError(f"size {text!r} must be a positive multiple of 4 bytes")
+    return n
+
+
+def human_size(n):
+    for unit, div in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if n >= div and n % div == 0:
+            return f"{n // div} {unit}"
+    return f"{n} B"
+
+
+def make_plan(a):
+    """The worker config: per size (bytes, timed iterations, warm-up iterations),
+    the latency and async-batch settings. Iterations shrink with size so every
+    size moves roughly the same number of bytes (`budget`)."""
+    if a.quick:
+        budget, lo, hi = 64 * MIB, 5, 50
+    else:
+        budget, lo, hi = 2 * GIB, 7, 200
+    sizes = []
+    for nbytes in a.sizes:
+        iters = max(lo, min(hi, budget // nbytes))
+        warmup = max(2, min(10, iters // 8))
+        sizes.append([nbytes, iters, warmup])
+    return {
+        "sizes": sizes,
+        "latency": {"bytes": 4 * KIB, "iters": a.latency_iters, "warmup": 20},
+        "batch": {"count": 100, "elems": 1000, "reps": a.batch_reps, "warmup": 3},
+    }
+
+
+# ---------------------------------------------------------------- peers
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker_cmd(peer, a, worker_args):
+    """The launcher command line that starts `peer`'s worker on a.np ranks."""
+    py = sys.executable
+    script = os.path.join(PEERS_DIR, f"{peer}_worker.py")
+    if peer == "hvda":
+        return ([py, "-m", "horovod_accel.runner.launch", "-np", str(a.np)]
+                + shlex.split(a.hvda_args) + [py, script] + worker_args)
+    if peer == "torch":
+        return [py, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(a.np),
+                "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+                script] + worker_args
+    if peer == "mpi":
+        return (["mpirun", "-np", str(a.np), "--allow-run-as-root", "--oversubscribe"]
+                + shlex.split(a.mpi_args) + [py, script] + worker_args)
+    raise ValueError(peer)
+
+
+PREFLIGHT_IMPORT = {
+    # Attribute look-ups too: a half-written package can import as an empty namespace.
+    "hvda": ("import horovod_accel.torch as hvd; "
+             "[getattr(hvd, n) for n in ('init', 'rank', 'size', 'allreduce_', 'allreduce_async_', "
+             "'synchronize', 'barrier', 'Sum', 'Max')]"),
+    "torch": "import torch.distributed as d; assert d.is_gloo_available(), 'gloo not built'",
+    "mpi": "import mpi4py, numpy",
+}
+
+
+def job_env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
+    env["OMP_NUM_THREADS"] = "1"  # workers also call torch.set_num_threads(1)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def reason_line(text):
+    """The line of a failed job's output most likely to say why: the last one
+    naming an error, else the last line."""
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    if not lines:
+        return "no output"
+    errs = [l for l in lines if "error" in l.lower() or "exception" in l.lower()]
+    return (errs or lines)[-1][:200]
+
+
+def preflight(peer, env):
+    """None if `peer` can run here, else a one-line reason."""
+    if peer == "mpi" and shutil.which("mpirun") is None:
+        return "mpirun not found on PATH"
+    try:
+        p = subprocess.run([sys.executable, "-c", PREFLIGHT_IMPORT[peer]], env=env, cwd=REPO_ROOT,
+                           capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return f"'{PREFLIGHT_IMPORT[peer]}' took over 60 s"
+    if p.returncode != 0:
+        return reason_line(p.stderr)
+    return None
+
+
+def descendants(root_pid):
+    """Pids of every live descendant of root_pid (read from /proc)."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [root_pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def stop_job(proc, grace=10.0):
+    """Stops a launcher we started, and every process under it.
+
+    SIGTERM to the launcher's process group first (horovodrun, torchrun and
+    mpirun all forward it to their ranks), SIGKILL by pid to whatever is left
+    after `grace` seconds (horovodrun puts each rank in its own session, so the
+    group alone does not reach them)."""
+    tree = descendants(proc.pid)
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    for pid in [proc.pid] + tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    proc.wait()
+
+
+def run_peer(peer, a, cfg_path, workdir, env):
+    """Runs one peer's job; returns (result dict or None, None or reason, job output tail)."""
+    reason = preflight(peer, env)
+    if reason:
+        return None, reason, ""
+    out_path = os.path.join(workdir, f"{peer}.json")
+    log_path = os.path.join(workdir, f"{peer}.log")
+    cmd = worker_cmd(peer, a, ["--out", out_path, "--config", cfg_path])
+    if a.verbose:
+        print("  $ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
+    t0 = time.monotonic()
+    with open(log_path, "w") as log:
+        # Own session: a timeout can signal the launcher's whole process group.
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=a.timeout)
+        except subprocess.TimeoutExpired:
+            stop_job(proc)
+            rc = None
+    wall = time.monotonic() - t0
+    with open(log_path, errors="replace") as f:
+        log_text = f.read()
+    tail = "\n".join(log_text.splitlines()[-15:])
+    if rc is None:
+        return None, f"timed out after {a.timeout:.0f} s", tail
+    if rc != 0:
+        return None, f"exit code {rc}: {reason_line(log_text)}", tail
+    try:
+        with open(out_path) as f:
+            result = json.load(f)
+    except (OSError, ValueError) as e:
+        return None, f"no result file from rank 0 ({e.__class__.__name__})", tail
+    result["job_wall_s"] = wall
+    return result, None, tail
+
+
+# ---------------------------------------------------------------- report
+
+def busy_processes():
+    """Names of compiler/linker processes now running (they make numbers garbage on 2 cores)."""
+    busy = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/comm") as f:
+                    name = f.read().strip()
+            except OSError:
+                continue
+            if name in ("cc1plus", "cc1", "ld", "ld.lld", "ld.gold", "ninja", "make", "nvcc"):
+                busy.append(f"{name}({d})")
+    return busy
+
+
+def fmt(v):
+    if v is None:
+        return "n/a"
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    if v >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3f}"
+
+
+def table_rows(results, sizes):
+    """[(metric, better, {peer: value})]; better is 'high' (busbw) or 'low' (times)."""
+    def get(peer, *path):
+        r = results.get(peer)
+        for k in path:
+            if not isinstance(r, dict) or k not in r:
+                return None
+            r = r[k]
+        return r
+
+    rows = []
+    for n in sizes:
+        rows.append((f"busbw {human_size(n)} (GB/s)", "high",
+                     {p: get(p, "busbw", str(n), "busbw_GBps") for p in PEER_ORDER}))
+    for key, label in (("median_s", "median"), ("p90_s", "p90")):
+        rows.append((f"4 KiB allreduce latency, {label} (us)", "low",
+                     {p: (None if get(p, "latency", key) is None else get(p, "latency", key) * 1e6)
+                      for p in PEER_ORDER}))
+    rows.append(("100 x 1000-float async batch, median (ms)", "low",
+                 {p: (None if get(p, "batch", "median_s") is None
+                      else get(p, "batch", "median_s") * 1e3) for p in PEER_ORDER}))
+    return rows
+
+
+def render_table(results, sizes):
+    cols = ["metric"] + [PEER_LABEL[p] for p in PEER_ORDER] + ["ratio hvda/torch", "ratio hvda/MPI"]
+    body = []
+    for metric, better, vals in table_rows(results, sizes):
+        cells = [metric]
+        cells += [fmt(vals[p]) for p in PEER_ORDER]  # reasons for n/a are printed below
+        for peer in ("torch", "mpi"):
+            h, o = vals["hvda"], vals[peer]
+            if h and o:
+                cells.append(f"{(h / o if better == 'high' else o / h):.2f}x")
+            else:
+                cells.append("n/a")
+        body.append(cells)
+    widths = [max(len(r[i]) for r in [cols] + body) for i in range(len(cols))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    out = [line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(r) for r in body]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- main
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--np", type=int, default=2, help="ranks per job (default 2)")
+    p.add_argument("--only", default=",".join(PEER_ORDER),
+                   help="comma list of peers to run, from hvda,torch,mpi (default: all)")
+    p.add_argument("--sizes", type=lambda s: [parse_size(x) for x in s.split(",") if x],
+                   help="comma list of busbw message sizes, e.g. 4K,1M,64M "
+                        "(default 4K,64K,1M,16M,64M,256M; --quick: 4K,64K,1M)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: small sizes, few iterations (finishes in < 60 s)")
+    p.add_argument("--latency-iters", type=int, help="timed 4 KiB iterations (default 500; --quick 50)")
+    p.add_argument("--batch-reps", type=int, help="timed async-batch repetitions (default 30; --quick 5)")
+    p.add_argument("--timeout", type=float, help="hard limit per job in seconds (default 300; --quick 60)")
+    p.add_argument("--json", metavar="PATH", help="also write the raw numbers here")
+    p.add_argument("--hvda-args", default="", help="extra horovodrun arguments, e.g. '--cycle-time-ms 0.1'")
+    p.add_argument("--mpi-args", default="", help="extra mpirun arguments, e.g. '--bind-to none'")
+    p.add_argument("-v", "--verbose", action="store_true", help="print commands and job output tails")
+    a = p.parse_args(argv)
+    a.only = [x.strip() for x in a.only.split(",") if x.strip()]
+    bad = [x for x in a.only if x not in PEER_ORDER]
+    if bad:
+        p.error(f"--only: unknown peer(s) {bad}; choose from {','.join(PEER_ORDER)}")
+    if a.np < 1:
+        p.error("--np must be >= 1")
+    a.sizes = a.sizes or (QUICK_SIZES if a.quick else DEFAULT_SIZES)
+    a.latency_iters = a.latency_iters or (50 if a.quick else 500)
+    a.batch_reps = a.batch_reps or (5 if a.quick else 30)
+    a.timeout = a.timeout or (60.0 if a.quick else 300.0)
+    return a
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    cfg = make_plan(a)
+    env = job_env()
+    meta = {
+        "argv": sys.argv, "np": a.np, "cpus": os.cpu_count(), "python": platform.python_version(),
+        "host": platform.node(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "loadavg_before": os.getloadavg()[0], "busy_before": busy_processes(),
+    }
+    print(f"allreduce benchmark: np={a.np}, {os.cpu_count()} CPUs, float32 Sum in place, "
+          f"peers: {','.join(a.only)}; load {meta['loadavg_before']:.2f}")
+    if meta["busy_before"]:
+        print(f"WARNING: build processes running ({', '.join(meta['busy_before'][:5])}): "
+              "numbers will be noise", file=sys.stderr)
+
+    results, errors = {}, {}
+    with tempfile.TemporaryDirectory(prefix="hvda_bench_") as workdir:
+        cfg_path = os.path.join(workdir, "config.json")
+        with open(cfg_path, "w") as f:
+            json.dump(cfg, f)
+        for peer in PEER_ORDER:
+            if peer not in a.only:
+                errors[peer] = "not selected"
+                continue
+            t0 = time.monotonic()
+            print(f"running {PEER_LABEL[peer]} ...", end=" ", flush=True)
+            result, reason, tail = run_peer(peer, a, cfg_path, workdir, env)
+            print(f"{'done' if result else 'n/a: ' + reason} ({time.monotonic() - t0:.1f} s)")
+            if tail and (a.verbose or not result):
+                print(f"  [{peer} job output, last lines]\n{tail}", file=sys.stderr)
+            if result:
+                results[peer] = result
+            else:
+                errors[peer] = reason
+    meta["busy_after"] = busy_processes()
+
+    print()
+    print("Medians over iterations; per-iteration time = max over ranks. busbw = bytes*2(n-1)/n/time, "
+          "GB = 1e9 B.")
+    print("Ratio columns: >1 means horovod_accel is better "
+          "(busbw rows: hvda/peer; time rows: peer/hvda).")
+    print(render_table(results, a.sizes))
+    for p in PEER_ORDER:
+        if p in errors and errors[p] != "not selected":
+            print(f"{PEER_LABEL[p]}: n/a ({errors[p]})")
+    if meta["busy_after"] and not meta["busy_before"]:
+        print(f"WARNING: build processes started during the run ({', '.join(meta['busy_after'][:5])})",
+              file=sys.stderr)
+
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"meta": meta, "config": cfg, "results": results, "errors": errors}, f, indent=1)
+    return 0 if results else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
