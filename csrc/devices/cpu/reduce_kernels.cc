@@ -147,16 +147,25 @@ void ReduceN(void* dst, const void* const* srcs, int n, int64_t count, DataType 
     if (dst != srcs[0]) std::memmove(dst, srcs[0], count * esize);
     return;
   }
-  // Block-wise so that dst stays in cache while later sources are folded in.
-  const int64_t block = std::max<int64_t>(1, 16384 / static_cast<int64_t>(esize));
+  if (n == 2) return Reduce2Typed(dst, srcs[0], srcs[1], count, dtype, op);
+  // Folding sources 2.. into dst would read back results if dst is one of
+  // them; then each block is folded in a stack buffer and copied out.
+  bool dst_is_late_source = false;
+  for (int k = 2; k < n; ++k) dst_is_late_source |= srcs[k] == dst;
+  // Block-wise so that the partial result stays in L1 while later sources
+  // are folded in.
+  alignas(64) char tmp[16384];
+  const int64_t block = std::max<int64_t>(1, static_cast<int64_t>(sizeof(tmp) / esize));
   char* d = static_cast<char*>(dst);
   for (int64_t off = 0; off < count; off += block) {
     const int64_t len = std::min(block, count - off);
     const size_t boff = off * esize;
-    Reduce2Typed(d + boff, static_cast<const char*>(srcs[0]) + boff,
+    char* acc = dst_is_late_source ? tmp : d + boff;
+    Reduce2Typed(acc, static_cast<const char*>(srcs[0]) + boff,
                  static_cast<const char*>(srcs[1]) + boff, len, dtype, op);
     for (int k = 2; k < n; ++k)
-      Reduce2Typed(d + boff, d + boff, static_cast<const char*>(srcs[k]) + boff, len, dtype, op);
+      Reduce2Typed(acc, acc, static_cast<const char*>(srcs[k]) + boff, len, dtype, op);
+    if (dst_is_late_source) std::memcpy(d + boff, tmp, len * esize);
   }
 }
 

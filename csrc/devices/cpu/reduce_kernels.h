@@ -28,8 +28,9 @@ void Reduce2(void* dst, const void* a, const void* b, int64_t count, DataType dt
              ReduceOp op);
 
 // dst[i] = op(srcs[0][i], ..., srcs[n-1][i]), n >= 1, folded in source order.
-// dst may be exactly srcs[0] and must not overlap any other source. 16-bit floats accumulate in float32 across all
-// sources and round once. Precondition: IsReducible(dtype, op).
+// dst may be exactly any of srcs but must not partially overlap one. 16-bit
+// floats accumulate in float32 across all sources and round once.
+// Precondition: IsReducible(dtype, op).
 void ReduceN(void* dst, const void* const* srcs, int n, int64_t count, DataType dtype,
              ReduceOp op);
 

@@ -1,0 +1,233 @@
+// ShmBackend: setup, barrier and the data-movement collectives. The
+// reducing collectives are in shm_reduce.cc.
+#include "devices/cpu/shm_backend.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "common/store/store.h"
+#include "devices/cpu/reduce_kernels.h"
+
+namespace hvda {
+namespace cpu {
+namespace {
+
+// The control block gets a page of its own; the data area starts page-aligned.
+constexpr size_t kControlBytes = 4096;
+static_assert(sizeof(ShmRankControl) <= kControlBytes, "control block must fit its page");
+
+// "/hvda_<prefix>_r<rank>_p<pid>_<nonce>": unique per job (prefix, pid) and
+// per backend instance (nonce), so parallel jobs and repeated in-process
+// tests never collide.
+std::string SegmentName(const CommunicatorSpec& spec) {
+  std::string clean;
+  for (char c : spec.prefix.substr(0, 96))
+    clean += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  std::random_device rd;
+  char nonce[16];
+  std::snprintf(nonce, sizeof(nonce), "%08x", static_cast<unsigned>(rd()));
+  return "/hvda_" + clean + "_r" + std::to_string(spec.rank) + "_p" + std::to_string(getpid()) +
+         "_" + nonce;
+}
+
+// memcpy that tolerates null pointers when there is nothing to copy.
+void CopyBytes(void* dst, const void* src, int64_t len) {
+  if (len > 0) std::memcpy(dst, src, static_cast<size_t>(len));
+}
+
+int64_t Clamp(int64_t v, int64_t hi) { return std::max<int64_t>(0, std::min(v, hi)); }
+
+std::vector<int64_t> Offsets(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> off(sizes.size(), 0);
+  for (size_t i = 1; i < sizes.size(); ++i) off[i] = off[i - 1] + sizes[i - 1];
+  return off;
+}
+
+}  // namespace
+
+ShmBackend::ShmBackend(const CommunicatorSpec& spec, int64_t segment_bytes)
+    : rank_(spec.rank),
+      size_(spec.size),
+      prefix_(spec.prefix),
+      timeout_seconds_(spec.timeout_seconds),
+      half_bytes_(std::max<int64_t>(segment_bytes, 4096 * spec.size) / 2 / 64 * 64),
+      segments_(spec.size),
+      control_(spec.size, nullptr),
+      data_(spec.size, nullptr) {}
+
+Status ShmBackend::Create(const CommunicatorSpec& spec, int64_t segment_bytes,
+                          std::unique_ptr<CollectiveBackend>* out) {
+  if (spec.size < 1 || spec.rank < 0 || spec.rank >= spec.size || spec.store == nullptr)
+    return Status::InvalidArgument("shm backend: invalid communicator spec (rank " +
+                                   std::to_string(spec.rank) + " of " +
+                                   std::to_string(spec.size) + ").");
+  std::unique_ptr<ShmBackend> b(new ShmBackend(spec, segment_bytes));
+  const size_t total = kControlBytes + 2 * static_cast<size_t>(b->half_bytes_);
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.timeout_seconds * 1000));
+
+  const std::string name = SegmentName(spec);
+  HVDA_RETURN_IF_ERROR(ShmSegment::Create(name, total, &b->segments_[spec.rank]));
+  reinterpret_cast<ShmRankControl*>(b->segments_[spec.rank].data())->pid.store(getpid());
+  HVDA_RETURN_IF_ERROR(spec.store->Set(spec.prefix + "seg/" + std::to_string(spec.rank), name));
+  for (int p = 0; p < spec.size; ++p) {
+    if (p == spec.rank) continue;
+    std::string peer;
+    Status st = spec.store->Get(spec.prefix + "seg/" + std::to_string(p), &peer, timeout);
+    if (!st.ok())
+      return Status::Aborted("shm backend: rank " + std::to_string(p) +
+                             " did not publish its shared-memory segment within " +
+                             std::to_string(static_cast<int>(spec.timeout_seconds)) +
+                             "s; a peer process probably died during init (" + st.reason() + ").");
+    HVDA_RETURN_IF_ERROR(ShmSegment::Open(peer, total, &b->segments_[p]));
+  }
+  for (int p = 0; p < spec.size; ++p) {
+    b->control_[p] = reinterpret_cast<ShmRankControl*>(b->segments_[p].data());
+    b->data_[p] = b->segments_[p].data() + kControlBytes;
+  }
+  // After this barrier every peer has mapped our segment: drop its name.
+  HVDA_RETURN_IF_ERROR(b->Sync("setup"));
+  b->segments_[spec.rank].Unlink();
+  *out = std::move(b);
+  return Status::OK();
+}
+
+bool ShmBackend::Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const {
+  if (kind == CollectiveKind::kAllreduce || kind == CollectiveKind::kReducescatter)
+    return IsReducible(dtype, op);
+  return IsValidDataType(static_cast<int32_t>(dtype));
+}
+
+Status ShmBackend::Check(const char* op, size_t per_rank_entries) const {
+  if (failed_)
+    return Status::Aborted(std::string("shm backend: ") + op + " on rank " +
+                           std::to_string(rank_) +
+                           " refused: an earlier collective failed, so this communicator is "
+                           "unusable; shut down and restart the job.");
+  if (per_rank_entries != static_cast<size_t>(size_))
+    return Status::InvalidArgument(std::string("shm backend: ") + op + " got " +
+                                   std::to_string(per_rank_entries) +
+                                   " per-rank sizes for a communicator of " +
+                                   std::to_string(size_) + " ranks.");
+  return Status::OK();
+}
+
+Status ShmBackend::Sync(const char* op) {
+  ++barriers_;
+  ShmArrive(control_[rank_], barriers_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds_ * 1000));
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    bool died = false;
+    if (ShmWaitArrived(control_[p], barriers_, deadline, &died)) continue;
+    failed_ = true;
+    if (died)
+      return Status::Aborted("shm backend: rank " + std::to_string(p) + " (pid " +
+                             std::to_string(control_[p]->pid.load()) + ") exited during " + op +
+                             " (seen by rank " + std::to_string(rank_) +
+                             "); check that rank's log for the cause.");
+    return Status::Aborted("shm backend: rank " + std::to_string(p) + " did not arrive at " + op +
+                           " within " + std::to_string(static_cast<int>(timeout_seconds_)) +
+                           "s (seen by rank " + std::to_string(rank_) +
+                           "); a peer process probably died or stalled. Check the other "
+                           "ranks' logs, or raise HOROVOD_GLOO_TIMEOUT_SECONDS.");
+  }
+  return Status::OK();
+}
+
+Status ShmBackend::Barrier() {
+  HVDA_RETURN_IF_ERROR(Check("barrier", size_));
+  return size_ == 1 ? Status::OK() : Sync("barrier");
+}
+
+Status ShmBackend::Broadcast(void* buffer, int64_t bytes, int root) {
+  HVDA_RETURN_IF_ERROR(Check("broadcast", size_));
+  if (root < 0 || root >= size_)
+    return Status::InvalidArgument("shm backend: broadcast root " + std::to_string(root) +
+                                   " is not a rank of this communicator of " +
+                                   std::to_string(size_) + ".");
+  char* buf = static_cast<char*>(buffer);
+  for (int64_t off = 0; off < bytes && size_ > 1; off += half_bytes_) {
+    const int64_t len = std::min(half_bytes_, bytes - off);
+    const int h = NextHalf();
+    if (rank_ == root) CopyBytes(Half(root, h), buf + off, len);
+    HVDA_RETURN_IF_ERROR(Sync("broadcast"));
+    if (rank_ != root) CopyBytes(buf + off, Half(root, h), len);
+  }
+  return Status::OK();
+}
+
+Status ShmBackend::Allgatherv(const void* in, void* out,
+                              const std::vector<int64_t>& bytes_per_rank) {
+  HVDA_RETURN_IF_ERROR(Check("allgatherv", bytes_per_rank.size()));
+  const std::vector<int64_t> offset = Offsets(bytes_per_rank);
+  const char* src = static_cast<const char*>(in);
+  char* dst = static_cast<char*>(out);
+  if (bytes_per_rank[rank_] > 0) CopyBytes(dst + offset[rank_], src, bytes_per_rank[rank_]);
+  if (size_ == 1) return Status::OK();
+  const int64_t most = *std::max_element(bytes_per_rank.begin(), bytes_per_rank.end());
+  for (int64_t off = 0; off < most; off += half_bytes_) {
+    const int h = NextHalf();
+    CopyBytes(Half(rank_, h), src + off, Clamp(bytes_per_rank[rank_] - off, half_bytes_));
+    HVDA_RETURN_IF_ERROR(Sync("allgatherv"));
+    for (int p = 0; p < size_; ++p)
+      if (p != rank_)
+        CopyBytes(dst + offset[p] + off, Half(p, h), Clamp(bytes_per_rank[p] - off, half_bytes_));
+  }
+  return Status::OK();
+}
+
+Status ShmBackend::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                             const std::vector<int64_t>& recv_bytes) {
+  HVDA_RETURN_IF_ERROR(Check("alltoallv", send_bytes.size()));
+  HVDA_RETURN_IF_ERROR(Check("alltoallv", recv_bytes.size()));
+  const std::vector<int64_t> soff = Offsets(send_bytes), roff = Offsets(recv_bytes);
+  const char* src = static_cast<const char*>(in);
+  char* dst = static_cast<char*>(out);
+  if (send_bytes[rank_] > 0)
+    CopyBytes(dst + roff[rank_], src + soff[rank_], std::min(send_bytes[rank_], recv_bytes[rank_]));
+  if (size_ == 1) return Status::OK();
+  // A half is [64-byte header | one region per destination]. Only the send
+  // row and receive column of the byte matrix are known here, so the first
+  // step's header carries each rank's largest send and all ranks derive the
+  // same step count from the maximum.
+  constexpr int64_t kHeader = 64;
+  const int64_t region = (half_bytes_ - kHeader) / size_ / 64 * 64;
+  int64_t my_most = 0;
+  for (int d = 0; d < size_; ++d)
+    if (d != rank_) my_most = std::max(my_most, send_bytes[d]);
+  int64_t steps = 1;
+  for (int64_t j = 0; j < steps; ++j) {
+    const int h = NextHalf();
+    const int64_t off = j * region;
+    char* mine = Half(rank_, h);
+    if (j == 0) CopyBytes(mine, &my_most, sizeof(my_most));
+    for (int d = 0; d < size_; ++d)
+      if (d != rank_)
+        CopyBytes(mine + kHeader + d * region, src + soff[d] + off,
+                    Clamp(send_bytes[d] - off, region));
+    HVDA_RETURN_IF_ERROR(Sync("alltoallv"));
+    if (j == 0) {
+      int64_t most = 0;
+      for (int p = 0; p < size_; ++p) {
+        int64_t v;
+        CopyBytes(&v, Half(p, h), sizeof(v));
+        most = std::max(most, v);
+      }
+      steps = std::max<int64_t>(1, (most + region - 1) / region);
+    }
+    for (int p = 0; p < size_; ++p)
+      if (p != rank_)
+        CopyBytes(dst + roff[p] + off, Half(p, h) + kHeader + rank_ * region,
+                    Clamp(recv_bytes[p] - off, region));
+  }
+  return Status::OK();
+}
+
+}  // namespace cpu
+}  // namespace hvda

@@ -1,0 +1,45 @@
+// Cross-process arrival flags for the shm backend.
+//
+// NOTE [shm barrier]: every rank owns one ShmRankControl at the start of its
+// own segment, and only that rank writes its `arrived` counter: it counts the
+// barriers the rank has reached. Barrier number k completes for a rank when
+// every peer's counter is >= k. Peers are therefore never more than one
+// barrier apart, and counters only grow (compared modulo 2^32).
+// Waiting spins briefly, then yields, then sleeps on a futex on the peer's
+// counter, because ranks often outnumber cores: pure spinning would steal the
+// CPU from the very peer being waited for.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "common/util/status.h"
+
+namespace hvda {
+namespace cpu {
+
+// Lives in shared memory (zero-filled by ftruncate = the initial state).
+// One cache line per field group, so a rank's writes never false-share with
+// its peers' reads of other fields.
+struct alignas(64) ShmRankControl {
+  std::atomic<uint32_t> arrived;   // futex word: barriers reached by the owner
+  std::atomic<uint32_t> sleepers;  // peers asleep on `arrived` (wake only if > 0)
+  char pad0[56];
+  std::atomic<int32_t> pid;        // owner's process id, for early death detection
+  char pad1[60];
+};
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex needs a plain 32-bit word");
+static_assert(sizeof(ShmRankControl) == 128, "control layout is shared between processes");
+
+// Publishes that the owner reached barrier `count` and wakes sleeping peers.
+// Called only by the owner of `self`.
+void ShmArrive(ShmRankControl* self, uint32_t count);
+
+// Blocks until peer->arrived >= count. Returns false if `deadline` passes
+// first or the peer's process is gone (*peer_died says which). Never hangs.
+bool ShmWaitArrived(ShmRankControl* peer, uint32_t count,
+                    std::chrono::steady_clock::time_point deadline, bool* peer_died);
+
+}  // namespace cpu
+}  // namespace hvda

@@ -1,0 +1,198 @@
+"""The basic Horovod API every framework adapter re-exports (upstream
+`horovod.common.basics.HorovodBasics`): init/shutdown, topology, timeline,
+build flags and reduction-op constants.
+
+All state lives in `DEFAULT_RUNTIME` (one `_core.Runtime` per process), so
+several adapters (torch, tensorflow, ...) in one process share one job, as
+upstream's shared C++ globals do. `HorovodBasics` itself is stateless.
+"""
+import atexit
+import os
+import threading
+
+from horovod_accel.common import process_sets as _ps
+from horovod_accel.common.default_runtime import DEFAULT_RUNTIME, NOT_INITIALIZED
+from horovod_accel.common.util import is_iterable
+
+_atexit_lock = threading.Lock()
+_atexit_registered = []  # non-empty once shutdown is registered with atexit
+
+
+class HorovodBasics:
+    """Wrapper of the basic Horovod API over the process's default runtime."""
+
+    # Reduction ops: upstream's numbering (common/message.h), equal to _core.OP_*.
+    Average = 0
+    Sum = 1
+    Adasum = 2
+    Min = 3
+    Max = 4
+    Product = 5
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def init(self, comm=None, process_sets=None):
+        """Initializes Horovod; blocks until every rank has connected.
+
+        comm: None (all ranks), or a list of ranks that must cover the whole job
+            (subsets and mpi4py communicators need the MPI controller, which
+            this build does not have -> ValueError).
+        process_sets: None, a list of `ProcessSet` (registered in addition to
+            the global set; duplicates -> ValueError), or "dynamic" (sets
+            HOROVOD_DYNAMIC_PROCESS_SETS=1 so add/remove_process_set work).
+
+        Idempotent while initialized (process sets given again are bound to the
+        already registered sets with the same ranks). Registers shutdown() with
+        atexit. After shutdown(), init() starts a new job generation.
+        Raises ValueError for bad arguments/settings, RuntimeError if the ranks
+        cannot connect.
+        """
+        dynamic = False
+        if process_sets is None:
+            process_sets = []
+        elif isinstance(process_sets, str):
+            if process_sets.lower() != "dynamic":
+                raise ValueError(f"process_sets must be a list of hvd.ProcessSet or 'dynamic', "
+                                 f"got {process_sets!r}")
+            process_sets = []
+            dynamic = True
+            os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
+        process_sets = list(process_sets)
+        _ps._check_process_set_list(process_sets)
+        self._check_comm(comm, None)
+        rt = DEFAULT_RUNTIME.runtime()
+        if not rt.is_initialized():
+            rt.init([list(ps.ranks) for ps in process_sets], dynamic)
+        self._check_comm(comm, rt.size())
+        with _atexit_lock:
+            if not _atexit_registered:
+                atexit.register(self.shutdown)
+                _atexit_registered.append(True)
+        _ps._init_process_sets(process_sets)
+        DEFAULT_RUNTIME.notify_reset()
+
+    @staticmethod
+    def _check_comm(comm, size):
+        if comm is None:
+            return
+        if not is_iterable(comm):
+            raise ValueError("init(comm=<MPI communicator>) needs the MPI controller, which this build "
+                             "of horovod_accel does not have; use comm=None.")
+        ranks = sorted(comm)
+        if size is not None and ranks and ranks != list(range(size)):
+            raise ValueError(f"init(comm={list(comm)}) would run Horovod on a subset of the "
+                             f"{size} launched ranks, which needs the MPI controller (not in this "
+                             f"build). Launch only the ranks you need, or use a ProcessSet.")
+
+    def shutdown(self):
+        """Stops the background thread (collectively with the other ranks);
+        pending ops fail with HorovodInternalError. Safe to call repeatedly."""
+        if DEFAULT_RUNTIME.is_initialized():
+            DEFAULT_RUNTIME.runtime().shutdown()
+            _ps._REGISTRY.invalidate_all()
+            DEFAULT_RUNTIME.notify_reset()
+
+    def is_initialized(self):
+        """True between a successful init() and shutdown()."""
+        return DEFAULT_RUNTIME.is_initialized()
+
+    # ---------------------------------------------------------------- timeline
+
+    def start_timeline(self, file_path, mark_cycles=False):
+        """Starts writing a Chrome-trace timeline to file_path (rank 0 writes).
+        ValueError if not initialized or HOROVOD_TIMELINE was unset at init
+        (set HOROVOD_TIMELINE=DYNAMIC)."""
+        DEFAULT_RUNTIME.initialized_runtime().start_timeline(str(file_path), bool(mark_cycles))
+
+    def stop_timeline(self):
+        """Stops the timeline and closes the file (valid JSON afterwards)."""
+        DEFAULT_RUNTIME.initialized_runtime().stop_timeline()
+
+    # ---------------------------------------------------------------- topology
+
+    def size(self):
+        """Number of Horovod processes."""
+        return DEFAULT_RUNTIME.initialized_runtime().size()
+
+    def local_size(self):
+        """Number of Horovod processes on this host."""
+        return DEFAULT_RUNTIME.initialized_runtime().local_size()
+
+    def cross_size(self):
+        """Number of hosts that have a process with this process's local rank."""
+        return DEFAULT_RUNTIME.initialized_runtime().cross_size()
+
+    def rank(self):
+        """Global rank of this process."""
+        return DEFAULT_RUNTIME.initialized_runtime().rank()
+
+    def local_rank(self):
+        """Rank of this process among the processes of its host."""
+        return DEFAULT_RUNTIME.initialized_runtime().local_rank()
+
+    def cross_rank(self):
+        """Index of this process's host among the hosts."""
+        return DEFAULT_RUNTIME.initialized_runtime().cross_rank()
+
+    def is_homogeneous(self):
+        """True if every host runs the same number of processes."""
+        return DEFAULT_RUNTIME.initialized_runtime().is_homogeneous()
+
+    # ---------------------------------------------------------------- build flags
+
+    def mpi_threads_supported(self):
+        """Upstream: whether MPI runs multi-threaded. ValueError unless the MPI
+        controller is in use, which this build never does."""
+        if not self.mpi_enabled():
+            raise ValueError("Horovod MPI is not enabled; Please make sure it's installed and enabled.")
+        DEFAULT_RUNTIME.initialized_runtime()
+        return True
+
+    def mpi_enabled(self):
+        """True if MPI is used at run time (never: the controller is Gloo)."""
+        return False
+
+    def mpi_built(self):
+        return bool(DEFAULT_RUNTIME.build_info()["mpi_built"])
+
+    def gloo_enabled(self):
+        """True if Gloo is used at run time (the only controller of this build)."""
+        return self.gloo_built()
+
+    def gloo_built(self):
+        return bool(DEFAULT_RUNTIME.build_info()["gloo_built"])
+
+    def nccl_built(self):
+        """NCCL_VERSION_CODE of the NCCL support built, or 0."""
+        return int(DEFAULT_RUNTIME.build_info()["nccl_built"])
+
+    def ddl_built(self):
+        return bool(DEFAULT_RUNTIME.build_info()["ddl_built"])
+
+    def ccl_built(self):
+        return bool(DEFAULT_RUNTIME.build_info()["ccl_built"])
+
+    def cuda_built(self):
+        return bool(DEFAULT_RUNTIME.build_info()["cuda_built"])
+
+    def rocm_built(self):
+        return bool(DEFAULT_RUNTIME.build_info()["rocm_built"])
+
+    # ---------------------------------------------------------------- process-set internals
+
+    def _process_set_rank(self, process_set_id):
+        r = DEFAULT_RUNTIME.initialized_runtime().process_set_rank(process_set_id)
+        if r < 0:
+            raise ValueError("Process is not part of provided process set.")
+        return r
+
+    def _process_set_size(self, process_set_id):
+        return DEFAULT_RUNTIME.initialized_runtime().process_set_size(process_set_id)
+
+    def _get_process_set_ids_and_ranks(self):
+        """{process_set_id: [global ranks]} of every registered set."""
+        rt = DEFAULT_RUNTIME.initialized_runtime()
+        return {i: list(rt.process_set_ranks(i)) for i in rt.process_set_ids()}
+
+
+__all__ = ["HorovodBasics", "NOT_INITIALIZED"]

@@ -1,0 +1,77 @@
+"""The one `_core.Runtime` of this process, shared by every framework adapter.
+
+Upstream keeps the core's state in C++ globals; horovod_accel's core has no
+process-wide state, so this module holds the default instance in one small
+object, `DEFAULT_RUNTIME`. The C++ extension is imported on first use, so
+importing an adapter never fails merely because the core is not built.
+"""
+import importlib
+import threading
+
+NOT_INITIALIZED = "Horovod has not been initialized; use hvd.init()."
+
+
+class DefaultRuntime:
+    """Lazily creates and owns the process's `_core.Runtime`.
+
+    Adapters register reset listeners (e.g. the torch handle table); they are
+    called after every successful `init()` and after every `shutdown()`, so
+    per-job Python state (pending handles, unnamed-op counters) never leaks
+    from one init/shutdown cycle into the next.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._runtime = None
+        self._build_info = None
+        self._reset_listeners = []
+
+    @staticmethod
+    def core():
+        """The `horovod_accel._core` module; ImportError with a how-to-fix message."""
+        try:
+            return importlib.import_module("horovod_accel._core")
+        except ImportError as e:
+            raise ImportError(
+                f"horovod_accel's C++ extension (horovod_accel._core) failed to load: {e}. "
+                f"Build it from the source tree with `pip install -e .` (or rebuild it with "
+                f"`cmake --build build/python --target _core`).") from e
+
+    def runtime(self):
+        """The Runtime, created on first call (initialized or not)."""
+        with self._lock:
+            if self._runtime is None:
+                self._runtime = self.core().Runtime()
+            return self._runtime
+
+    def initialized_runtime(self):
+        """The Runtime if `init()` has completed; ValueError otherwise."""
+        rt = self._runtime
+        if rt is None or not rt.is_initialized():
+            raise ValueError(NOT_INITIALIZED)
+        return rt
+
+    def is_initialized(self):
+        rt = self._runtime
+        return rt is not None and rt.is_initialized()
+
+    def build_info(self):
+        """`_core.build_info()` (cached): which controllers/backends/devices are built."""
+        if self._build_info is None:
+            self._build_info = dict(self.core().build_info())
+        return self._build_info
+
+    def add_reset_listener(self, fn):
+        """Calls fn() after every init() and shutdown(); idempotent per fn."""
+        with self._lock:
+            if fn not in self._reset_listeners:
+                self._reset_listeners.append(fn)
+
+    def notify_reset(self):
+        with self._lock:
+            listeners = list(self._reset_listeners)
+        for fn in listeners:
+            fn()
+
+
+DEFAULT_RUNTIME = DefaultRuntime()

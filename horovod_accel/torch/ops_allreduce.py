@@ -1,0 +1,183 @@
+"""allreduce and grouped_allreduce (async, in-place and autograd variants).
+
+Contracts shared by every op here:
+- enqueue never blocks; it returns a handle for poll()/synchronize().
+- Bad arguments and a name already in flight on this rank raise ValueError at
+  enqueue; cross-rank mismatches raise HorovodInternalError at synchronize.
+- Non-contiguous inputs work: the core gets a contiguous copy and in-place
+  variants copy the result back into the original tensor.
+- Average is computed by the core (Sum, then x 1/process-set size, after
+  postscale); integer results of scaling are truncated.
+"""
+import torch
+
+from horovod_accel.common.basics import HorovodBasics
+from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
+from horovod_accel.common.process_sets import global_process_set
+from horovod_accel.common.util import get_average_backwards_compatibility_fun
+from horovod_accel.torch import tensors as _t
+from horovod_accel.torch.compression import Compression
+from horovod_accel.torch.handles import HANDLES, submit, synchronize
+
+handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(HorovodBasics)
+
+
+def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_factor, process_set):
+    ps_id = _t.process_set_id(process_set)
+    rt = DEFAULT_RUNTIME.initialized_runtime()
+    dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
+    inp = _t.as_input(tensor)
+    if in_place:
+        out = inp
+        finish = lambda works: _t.copy_back(tensor, out)  # noqa: E731
+    else:
+        out = torch.empty(inp.shape, dtype=inp.dtype, device=inp.device)
+        finish = lambda works: out  # noqa: E731
+    core_name = HANDLES.tensor_name("allreduce", name, ps_id)
+    return submit(core_name,
+                  lambda: rt.enqueue_allreduce(core_name, ps_id, inp.data_ptr(), out.data_ptr(), dtype,
+                                               _t.shape(inp), device, int(op), float(prescale_factor),
+                                               float(postscale_factor)),
+                  keep=(tensor, inp, out), finish=finish)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=global_process_set):
+    """Starts reducing `tensor` over the ranks of `process_set` into a new
+    tensor (the input is not modified). Ops are matched across ranks by
+    `name` (auto-generated if None). op defaults to Average; `average` is
+    deprecated. Returns a handle; synchronize(handle) returns the result."""
+    op = handle_average_backwards_compatibility(op, average)
+    return _allreduce_async(tensor, False, name, op, prescale_factor, postscale_factor, process_set)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=global_process_set):
+    """Like allreduce_async, but the result is written into `tensor`;
+    synchronize(handle) returns `tensor`."""
+    op = handle_average_backwards_compatibility(op, average)
+    return _allreduce_async(tensor, True, name, op, prescale_factor, postscale_factor, process_set)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=global_process_set):
+    """Blocking in-place allreduce; returns `tensor`."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor, process_set))
+
+
+class HorovodAllreduce(torch.autograd.Function):
+    """allreduce with gradient: backward allreduces the gradient with the same
+    op, scale factors and process set."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, process_set):
+        ctx.op = op
+        ctx.prescale_factor = prescale_factor
+        ctx.postscale_factor = postscale_factor
+        ctx.process_set = process_set
+        return synchronize(_allreduce_async(tensor, False, name, op, prescale_factor,
+                                            postscale_factor, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allreduce(grad_output, op=ctx.op, prescale_factor=ctx.prescale_factor,
+                         postscale_factor=ctx.postscale_factor, process_set=ctx.process_set)
+        return grad, None, None, None, None, None
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Blocking allreduce returning a new tensor (input unchanged).
+    Differentiable. `compression` compresses before and decompresses after
+    the collective (e.g. Compression.fp16)."""
+    op = handle_average_backwards_compatibility(op, average)
+    compressed, ctx = compression.compress(tensor)
+    reduced = HorovodAllreduce.apply(compressed, name, op, prescale_factor, postscale_factor,
+                                     process_set)
+    return compression.decompress(reduced, ctx)
+
+
+# ---------------------------------------------------------------- grouped
+
+
+def _grouped_allreduce_async(tensors, in_place, name, op, prescale_factor, postscale_factor,
+                             process_set):
+    tensors = list(tensors)
+    ps_id = _t.process_set_id(process_set)
+    rt = DEFAULT_RUNTIME.initialized_runtime()
+    if not tensors:
+        return submit("grouped_allreduce.empty", lambda: [], keep=(), finish=lambda works: [])
+    dtypes = [_t.dtype_code(t) for t in tensors]
+    device = _t.common_device(tensors)
+    inps = [_t.as_input(t) for t in tensors]
+    if in_place:
+        outs = inps
+        finish = lambda works: [_t.copy_back(t, o) for t, o in zip(tensors, outs)]  # noqa: E731
+    else:
+        outs = [torch.empty(i.shape, dtype=i.dtype, device=i.device) for i in inps]
+        finish = lambda works: list(outs)  # noqa: E731
+    base, names = HANDLES.grouped_names("grouped_allreduce", name, len(tensors), ps_id)
+    return submit(base,
+                  lambda: rt.enqueue_grouped_allreduce(
+                      names, ps_id, [i.data_ptr() for i in inps], [o.data_ptr() for o in outs],
+                      dtypes, [_t.shape(i) for i in inps], device, int(op), float(prescale_factor),
+                      float(postscale_factor)),
+                  keep=(tensors, inps, outs), finish=finish)
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set):
+    """Starts allreducing a list of tensors as one group (negotiated and fused
+    together; tensor i is named '<base>_<i+1>of<n>'). Returns a handle whose
+    synchronize() returns the list of new tensors."""
+    op = handle_average_backwards_compatibility(op, average)
+    return _grouped_allreduce_async(tensors, False, name, op, prescale_factor, postscale_factor,
+                                    process_set)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set):
+    """In-place grouped_allreduce_async; synchronize() returns `tensors`."""
+    op = handle_average_backwards_compatibility(op, average)
+    return _grouped_allreduce_async(tensors, True, name, op, prescale_factor, postscale_factor,
+                                    process_set)
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    """Blocking in-place grouped allreduce; returns `tensors`."""
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor, process_set))
+
+
+class HorovodGroupedAllreduce(torch.autograd.Function):
+    """grouped_allreduce with gradients (grouped allreduce of the gradients)."""
+
+    @staticmethod
+    def forward(ctx, name, op, prescale_factor, postscale_factor, process_set, *tensors):
+        ctx.op = op
+        ctx.prescale_factor = prescale_factor
+        ctx.postscale_factor = postscale_factor
+        ctx.process_set = process_set
+        return tuple(synchronize(_grouped_allreduce_async(tensors, False, name, op, prescale_factor,
+                                                          postscale_factor, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        grads = grouped_allreduce(list(grad_outputs), op=ctx.op, prescale_factor=ctx.prescale_factor,
+                                  postscale_factor=ctx.postscale_factor, process_set=ctx.process_set)
+        return (None, None, None, None, None, *grads)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Blocking grouped allreduce returning a list of new tensors. Differentiable."""
+    op = handle_average_backwards_compatibility(op, average)
+    tensors = list(tensors)
+    if not tensors:
+        return []
+    compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
+    reduced = HorovodGroupedAllreduce.apply(name, op, prescale_factor, postscale_factor,
+                                            process_set, *compressed)
+    return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]

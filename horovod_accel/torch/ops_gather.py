@@ -1,0 +1,196 @@
+"""allgather, grouped_allgather, broadcast and sparse_allreduce_async.
+
+allgather outputs depend on every rank's dim 0, so the core allocates them;
+they come back zero-copy (the tensor shares the core's buffer). See
+ops_allreduce.py for the contracts every op shares.
+"""
+import torch
+
+from horovod_accel.common.basics import HorovodBasics
+from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
+from horovod_accel.common.process_sets import global_process_set
+from horovod_accel.torch import tensors as _t
+from horovod_accel.torch.handles import HANDLES, submit, synchronize
+from horovod_accel.torch.ops_allreduce import allreduce, grouped_allreduce
+
+
+def _gathered(work, like):
+    return _t.output_tensor(work.output(), like.dtype, like.device)
+
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    """Starts concatenating `tensor` from every rank of `process_set` along
+    dim 0 (dim 0 may differ per rank; other dims must match). Returns a
+    handle; synchronize(handle) returns the new tensor."""
+    ps_id = _t.process_set_id(process_set)
+    rt = DEFAULT_RUNTIME.initialized_runtime()
+    dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
+    inp = _t.as_input(tensor)
+    core_name = HANDLES.tensor_name("allgather", name, ps_id)
+    return submit(core_name,
+                  lambda: rt.enqueue_allgather(core_name, ps_id, inp.data_ptr(), dtype, _t.shape(inp),
+                                               device),
+                  keep=(tensor, inp), finish=lambda works: _gathered(works[0], inp))
+
+
+def _own_rows(grad, process_set, dims_per_rank):
+    """The rows of `grad` (concatenated per rank) that belong to this rank,
+    given a [set size, k] int tensor of every rank's dim 0 (k tensors)."""
+    r = process_set.rank()
+    offsets = dims_per_rank[:r].sum(dim=0)
+    return offsets, dims_per_rank[r]
+
+
+class HorovodAllgather(torch.autograd.Function):
+    """allgather with gradient: backward averages the gradient over the set
+    (allreduce Average) and returns this rank's rows."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        ctx.dim = tensor.shape[0] if tensor.dim() > 0 else 0
+        ctx.process_set = process_set
+        return synchronize(allgather_async(tensor, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_reduced = allreduce(grad_output, op=HorovodBasics.Average, process_set=ctx.process_set)
+        dims = allgather(torch.tensor([[ctx.dim]], dtype=torch.int64), process_set=ctx.process_set)
+        offsets, _ = _own_rows(grad_reduced, ctx.process_set, dims)
+        return grad_reduced.narrow(0, int(offsets[0]), ctx.dim), None, None
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Blocking allgather returning a new tensor. Differentiable."""
+    return HorovodAllgather.apply(tensor, name, process_set)
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    """Starts allgathering a list of tensors as one group (tensor i is named
+    '<base>_<i+1>of<n>'). synchronize() returns the list of new tensors."""
+    tensors = list(tensors)
+    ps_id = _t.process_set_id(process_set)
+    rt = DEFAULT_RUNTIME.initialized_runtime()
+    if not tensors:
+        return submit("grouped_allgather.empty", lambda: [], keep=(), finish=lambda works: [])
+    dtypes = [_t.dtype_code(t) for t in tensors]
+    device = _t.common_device(tensors)
+    inps = [_t.as_input(t) for t in tensors]
+    base, names = HANDLES.grouped_names("grouped_allgather", name, len(tensors), ps_id)
+    return submit(base,
+                  lambda: rt.enqueue_grouped_allgather(names, ps_id, [i.data_ptr() for i in inps],
+                                                       dtypes, [_t.shape(i) for i in inps], device),
+                  keep=(tensors, inps),
+                  finish=lambda works: [_gathered(w, i) for w, i in zip(works, inps)])
+
+
+class HorovodGroupedAllgather(torch.autograd.Function):
+    """grouped_allgather with gradients (see HorovodAllgather)."""
+
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        ctx.dims = [t.shape[0] if t.dim() > 0 else 0 for t in tensors]
+        ctx.process_set = process_set
+        return tuple(synchronize(grouped_allgather_async(tensors, name, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        reduced = grouped_allreduce(list(grad_outputs), op=HorovodBasics.Average,
+                                    process_set=ctx.process_set)
+        dims = allgather(torch.tensor([ctx.dims], dtype=torch.int64), process_set=ctx.process_set)
+        offsets, _ = _own_rows(None, ctx.process_set, dims)
+        grads = [g.narrow(0, int(o), d) for g, o, d in zip(reduced, offsets, ctx.dims)]
+        return (None, None, *grads)
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """Blocking grouped allgather returning a list of new tensors. Differentiable."""
+    tensors = list(tensors)
+    if not tensors:
+        return []
+    return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
+
+
+# ---------------------------------------------------------------- broadcast
+
+
+def _broadcast_async(tensor, in_place, root_rank, name, process_set):
+    ps_id = _t.process_set_id(process_set)
+    rt = DEFAULT_RUNTIME.initialized_runtime()
+    dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
+    inp = _t.as_input(tensor)
+    if in_place:
+        out = inp
+        finish = lambda works: _t.copy_back(tensor, out)  # noqa: E731
+    else:
+        out = torch.empty(inp.shape, dtype=inp.dtype, device=inp.device)
+        finish = lambda works: out  # noqa: E731
+    core_name = HANDLES.tensor_name("broadcast", name, ps_id)
+    return submit(core_name,
+                  lambda: rt.enqueue_broadcast(core_name, ps_id, inp.data_ptr(), out.data_ptr(), dtype,
+                                               _t.shape(inp), device, int(root_rank)),
+                  keep=(tensor, inp, out), finish=finish)
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts broadcasting `tensor` from global rank `root_rank` into a new
+    tensor (input unchanged). Returns a handle."""
+    return _broadcast_async(tensor, False, root_rank, name, process_set)
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    """In-place broadcast_async: non-root ranks receive into `tensor`."""
+    return _broadcast_async(tensor, True, root_rank, name, process_set)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Blocking in-place broadcast; returns `tensor`."""
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+class HorovodBroadcast(torch.autograd.Function):
+    """broadcast with gradient: backward averages the gradient over the set and
+    zeroes it on every rank but the root."""
+
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank = root_rank
+        ctx.process_set = process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_reduced = allreduce(grad_output, op=HorovodBasics.Average, process_set=ctx.process_set)
+        if DEFAULT_RUNTIME.initialized_runtime().rank() != ctx.root_rank:
+            grad_reduced *= 0
+        return grad_reduced, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """Blocking broadcast from global rank `root_rank`, returning a new tensor.
+    Differentiable."""
+    return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
+
+
+# ---------------------------------------------------------------- sparse
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Starts reducing a sparse COO tensor as two allgathers (indices, values;
+    named '<name>.indices' / '<name>.values'). Returns a callable that waits
+    and returns the reduced sparse tensor (values divided by the set size for
+    Average; duplicate indices are summed when the tensor is coalesced)."""
+    t = tensor
+    indices_handle = allgather_async(t._indices().transpose(0, 1).contiguous(), name=f"{name}.indices",
+                                     process_set=process_set)
+    values_handle = allgather_async(t._values(), name=f"{name}.values", process_set=process_set)
+
+    def handle():
+        values = synchronize(values_handle)
+        indices = synchronize(indices_handle)
+        if op == HorovodBasics.Average:
+            values = values / process_set.size()
+        if indices.dim() == 0 or values.dim() == 0:
+            return t.new().resize_as_(t)
+        return torch.sparse_coo_tensor(indices.transpose(0, 1), values, t.size())
+
+    return handle

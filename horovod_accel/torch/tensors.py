@@ -1,0 +1,122 @@
+"""How torch tensors cross into the core: dtype codes, device ids, raw
+pointers, contiguity, and zero-copy wrapping of core-allocated outputs.
+
+The core reads/writes C-contiguous memory through raw addresses; whoever
+passes a pointer keeps the tensor alive until the op's Work completes (the
+handle object does that, see handles.py).
+"""
+import torch
+
+from horovod_accel.common.process_sets import ProcessSet
+
+# The binding's dtype codes (docs/design/core_binding.md; never renumbered).
+_DTYPE_CODES = {
+    torch.uint8: 0,
+    torch.int8: 1,
+    torch.int16: 2,
+    torch.int32: 3,
+    torch.int64: 4,
+    torch.float16: 5,
+    torch.bfloat16: 6,
+    torch.float32: 7,
+    torch.float64: 8,
+    torch.bool: 9,
+}
+_SUPPORTED = ", ".join(str(d).replace("torch.", "") for d in _DTYPE_CODES)
+
+
+def dtype_code(tensor):
+    """The core's dtype code of tensor; ValueError for unsupported dtypes."""
+    code = _DTYPE_CODES.get(tensor.dtype)
+    if code is None:
+        raise ValueError(f"Tensor type {tensor.dtype} is not supported by Horovod; "
+                         f"supported: {_SUPPORTED}.")
+    return code
+
+
+def device_id(tensor):
+    """-1 for CPU tensors (upstream's convention), else the accelerator index."""
+    if tensor.device.type == "cpu":
+        return -1
+    return tensor.device.index if tensor.device.index is not None else 0
+
+
+def common_device(tensors):
+    """The device id shared by all tensors of a grouped op; ValueError otherwise."""
+    ids = {device_id(t) for t in tensors}
+    if len(ids) > 1:
+        raise ValueError(f"Tensors in a grouped operation must be on the same device; got "
+                         f"{sorted({str(t.device) for t in tensors})}.")
+    return ids.pop() if ids else -1
+
+
+def as_input(tensor):
+    """A C-contiguous tensor with tensor's values, detached from autograd: the
+    tensor itself (a view sharing memory) when already contiguous, else a copy."""
+    if not isinstance(tensor, torch.Tensor):
+        raise ValueError(f"Horovod ops take torch.Tensor arguments, got {type(tensor).__name__}.")
+    t = tensor.detach()
+    return t if t.is_contiguous() else t.contiguous()
+
+
+def ptr(tensor):
+    return tensor.data_ptr()
+
+
+def shape(tensor):
+    return list(tensor.shape)
+
+
+def output_tensor(buf, dtype, device):
+    """Wraps a core-allocated `_core.OutputBuffer` as a tensor without copying.
+
+    The tensor references `buf`, which keeps the core's memory alive for as
+    long as the tensor (or any view of it) lives.
+    """
+    out_shape = list(buf.shape)
+    if buf.nbytes == 0:
+        return torch.empty(out_shape, dtype=dtype, device=device)
+    flat = torch.frombuffer(buf, dtype=dtype)
+    # set_ shares the storage without making a view, so the result behaves
+    # like a freshly allocated tensor (in-place ops on it are fine even when
+    # it is the output of an autograd Function).
+    out = torch.empty(0, dtype=dtype)
+    out.set_(flat.untyped_storage(), 0, out_shape)
+    return out
+
+
+def copy_back(original, worked_on):
+    """Result of an in-place op: `original` holding the values of
+    `worked_on` (the contiguous buffer the core wrote into). Copies only when
+    worked_on is a separate contiguous copy of a non-contiguous original."""
+    if worked_on.data_ptr() != original.data_ptr() or not original.is_contiguous():
+        with torch.no_grad():
+            original.copy_(worked_on)
+    return original
+
+
+def process_set_id(process_set):
+    """The registered id of process_set; ValueError if it is not registered."""
+    if not isinstance(process_set, ProcessSet):
+        raise ValueError(f"process_set must be an hvd.ProcessSet, got {type(process_set).__name__}.")
+    if process_set.process_set_id is None:
+        raise ValueError(f"{process_set} is not registered: pass it to hvd.init(process_sets=[...]) "
+                         f"or hvd.add_process_set() first.")
+    return process_set.process_set_id
+
+
+def splits_list(splits):
+    """alltoall splits (None, list/tuple of ints, or a 1-D integer tensor) as a
+    list of ints; [] means an equal split."""
+    if splits is None:
+        return []
+    if isinstance(splits, torch.Tensor):
+        if splits.dim() != 1 or splits.dtype.is_floating_point or splits.dtype == torch.bool:
+            raise ValueError(f"alltoall splits must be a 1-D integer tensor, got dtype "
+                             f"{splits.dtype} with shape {list(splits.shape)}.")
+        return [int(s) for s in splits.cpu().tolist()]
+    try:
+        return [int(s) for s in splits]
+    except (TypeError, ValueError):
+        raise ValueError(f"alltoall splits must be a list of ints or a 1-D integer tensor, "
+                         f"got {splits!r}.") from None
