@@ -5,16 +5,6 @@
 namespace hvda {
 namespace {
 
-CollectiveKind KindOf(ResponseType t) {
-  switch (t) {
-    case ResponseType::kAllgather: return CollectiveKind::kAllgather;
-    case ResponseType::kBroadcast: return CollectiveKind::kBroadcast;
-    case ResponseType::kAlltoall: return CollectiveKind::kAlltoall;
-    case ResponseType::kReducescatter: return CollectiveKind::kReducescatter;
-    default: return CollectiveKind::kAllreduce;
-  }
-}
-
 const char* KindName(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::kAllreduce: return "allreduce";

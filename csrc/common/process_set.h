@@ -19,10 +19,14 @@ struct ProcessSetState {
   std::vector<int> ranks;  // global ranks, sorted
   int set_rank = -1;       // this rank's index in `ranks`, -1 if not a member
   TensorQueue queue;
-  // Members only (destroyed in reverse order: executor and controller first).
+  // Members only. Destroyed in reverse order: the controller, then the
+  // transport (which may borrow one of the executor's backends), then the
+  // executor.
+  std::unique_ptr<Executor> executor;
   std::unique_ptr<ControllerTransport> transport;
   std::unique_ptr<Controller> controller;
-  std::unique_ptr<Executor> executor;
+  // Start the next cycle at once while requests wait (NOTE [Cycle pacing]).
+  bool eager_pacing = false;
 
   bool member() const { return set_rank >= 0; }
   int size() const { return static_cast<int>(ranks.size()); }

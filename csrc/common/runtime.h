@@ -90,7 +90,10 @@ class Runtime {
   Status CreateProcessSet(int id, std::vector<int> ranks, std::unique_ptr<ProcessSetState>* out);
   Status ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
   void BackgroundLoop();
-  bool RunCycle();  // false when the loop must end
+  // One negotiation + execution cycle over every process set this rank is
+  // in. Returns false when the loop must end. *waiting: some request of this
+  // rank is still unanswered; *progressed: some response was executed.
+  bool RunCycle(bool* waiting, bool* progressed);
   void HandleProcessSetResponse(const Response& r, ProcessSetState* global);
   void FailEverything(const Status& st);
   void Wake();

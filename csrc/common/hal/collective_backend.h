@@ -20,6 +20,7 @@
 
 namespace hvda {
 
+class Config;
 class Store;
 
 enum class CollectiveKind : int32_t {
@@ -76,6 +77,10 @@ struct CommunicatorSpec {
   std::vector<int> global_ranks;    // global rank of each communicator rank
   std::vector<std::string> hosts;   // host name of each communicator rank
   double timeout_seconds = 30.0;
+  // The runtime's settings, for backend-specific options (e.g.
+  // HOROVOD_SHM_SEGMENT_BYTES). Borrowed; valid during Create only; may be
+  // null (tests), then backends use their defaults.
+  const Config* config = nullptr;
 };
 
 }  // namespace hvda

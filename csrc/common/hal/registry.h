@@ -22,6 +22,10 @@ struct BackendRegistration {
   std::function<bool(const CommunicatorSpec&)> usable;
   // Collective over spec's ranks: every rank calls it at the same point.
   std::function<Status(const CommunicatorSpec&, std::unique_ptr<CollectiveBackend>*)> create;
+  // Whether negotiation should run over this backend instead of the Gloo
+  // controller transport (true for backends with microsecond latency, e.g.
+  // shm). The first such backend of a process set carries its control traffic.
+  bool carries_control = false;
 };
 
 struct DeviceRegistration {

@@ -29,6 +29,10 @@ class Status {
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& reason() const { return reason_; }
+  // The same status with `prefix` put before the reason (OK stays OK).
+  Status WithPrefix(const std::string& prefix) const {
+    return ok() ? *this : Status(code_, prefix + reason_);
+  }
 
  private:
   Status(StatusCode c, std::string m) : code_(c), reason_(std::move(m)) {}

@@ -4,6 +4,8 @@
 
 #include "devices/cpu/gloo_backend.h"
 #include "devices/cpu/host_device.h"
+#include "devices/cpu/shm_backend.h"
+#include "common/util/config.h"
 
 namespace hvda {
 namespace {
@@ -29,11 +31,17 @@ void RegisterCpuDevice(Registry* registry) {
   BackendRegistration shm;
   shm.name = "shm";
   shm.device = DeviceKind::kCPU;
-  // TODO(milestone 2): the shm backend is not written yet; until it is, it
-  // declares itself unusable so that "shm,gloo" falls through to gloo.
-  shm.usable = [](const CommunicatorSpec& spec) { return AllRanksOnThisHost(spec) && false; };
+  // Only when every rank of the communicator is on this host; otherwise
+  // "shm,gloo" falls through to gloo.
+  shm.usable = AllRanksOnThisHost;
+  shm.carries_control = true;
   shm.create = [](const CommunicatorSpec& spec, std::unique_ptr<CollectiveBackend>* out) {
-    return Status::Unknown("shm backend is not built yet");
+    int64_t bytes = cpu::ShmBackend::kDefaultSegmentBytes;
+    if (spec.config != nullptr) bytes = spec.config->GetInt("HOROVOD_SHM_SEGMENT_BYTES");
+    if (bytes < 4096)
+      return Status::InvalidArgument("HOROVOD_SHM_SEGMENT_BYTES=" + std::to_string(bytes) +
+                                     " is too small; use at least 4096 (default 4194304).");
+    return cpu::ShmBackend::Create(spec, bytes, out);
   };
   registry->AddBackend(std::move(shm));
 
