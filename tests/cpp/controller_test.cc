@@ -1,12 +1,16 @@
 // Negotiation tests: N ranks as threads, each with its own Controller over a
-// real Gloo controller transport (loopback TCP, in-memory store).
+// real controller transport (Gloo over loopback TCP, or the shm backend
+// through BackendControllerTransport), sharing an in-memory store.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <tuple>
 
 #include "common/controller.h"
+#include "common/transport/backend_controller_transport.h"
 #include "common/transport/gloo_context.h"
+#include "devices/cpu/shm_backend.h"
 #include "common/transport/gloo_controller_transport.h"
 #include "multi_rank_harness.h"
 
@@ -35,15 +39,25 @@ class CountingTransport : public ControllerTransport {
 };
 
 struct Rank {
+  std::unique_ptr<CollectiveBackend> backend;  // shm transport only; outlives transport
   std::unique_ptr<CountingTransport> transport;
   std::unique_ptr<Controller> controller;
   Logger log;
 };
 
-void MakeRank(int rank, int size, Store* store, ControllerOptions opts, Rank* out) {
-  std::shared_ptr<gloo::Context> ctx;
-  ASSERT_TRUE(CreateGlooContext(LocalSpec(store, "ctrl/", rank, size), "", &ctx).ok());
-  out->transport = std::make_unique<CountingTransport>(std::make_unique<GlooControllerTransport>(ctx));
+// transport: "gloo" or "shm". The shm segment is tiny so that long request
+// lists take the transport's multi-step path.
+void MakeRank(const std::string& transport, int rank, int size, Store* store,
+              ControllerOptions opts, Rank* out) {
+  if (transport == "shm") {
+    ASSERT_TRUE(cpu::ShmBackend::Create(LocalSpec(store, "ctrl/", rank, size), 8192, &out->backend).ok());
+    out->transport = std::make_unique<CountingTransport>(
+        std::make_unique<BackendControllerTransport>(out->backend.get()));
+  } else {
+    std::shared_ptr<gloo::Context> ctx;
+    ASSERT_TRUE(CreateGlooContext(LocalSpec(store, "ctrl/", rank, size), "", &ctx).ok());
+    out->transport = std::make_unique<CountingTransport>(std::make_unique<GlooControllerTransport>(ctx));
+  }
   std::vector<int> ranks(size);
   for (int r = 0; r < size; ++r) ranks[r] = r;
   out->controller = std::make_unique<Controller>(out->transport.get(), opts, ranks, &out->log, nullptr);
@@ -80,15 +94,20 @@ std::vector<std::string> Names(const std::vector<Response>& rs) {
   return n;
 }
 
-class ControllerTest : public ::testing::TestWithParam<int> {};
+class ControllerTest : public ::testing::TestWithParam<std::tuple<std::string, int>> {
+ protected:
+  std::string transport() const { return std::get<0>(GetParam()); }
+  int world() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(ControllerTest, AnyOrderAgreesEverywhereThenUsesCache) {
-  const int size = GetParam();
+  const int size = world();
+  const std::string kind = transport();
   std::vector<std::vector<std::string>> seen(size);
   std::vector<int> slow_gathers(size);
   RunRanks(size, [&](int rank, int n, Store* store) {
     Rank me;
-    MakeRank(rank, n, store, ControllerOptions(), &me);
+    MakeRank(kind, rank, n, store, ControllerOptions(), &me);
     for (int step = 0; step < 3; ++step) {
       std::vector<Request> reqs;
       for (int i = 0; i < 8; ++i) reqs.push_back(Req(rank, "t" + std::to_string(i), {i + 1}));
@@ -107,12 +126,13 @@ TEST_P(ControllerTest, AnyOrderAgreesEverywhereThenUsesCache) {
 }
 
 TEST_P(ControllerTest, ShapeMismatchIsAnErrorNamingRanks) {
-  const int size = GetParam();
+  const int size = world();
+  const std::string kind = transport();
   if (size < 2) GTEST_SKIP() << "needs two ranks";
   std::vector<Response> got(size);
   RunRanks(size, [&](int rank, int n, Store* store) {
     Rank me;
-    MakeRank(rank, n, store, ControllerOptions(), &me);
+    MakeRank(kind, rank, n, store, ControllerOptions(), &me);
     auto rs = CycleUntil(*me.controller, {Req(rank, "x", {4, rank == 1 ? 5 : 4})}, 1);
     ASSERT_EQ(rs.size(), 1u);
     got[rank] = rs[0];
@@ -130,12 +150,13 @@ TEST_P(ControllerTest, ShapeMismatchIsAnErrorNamingRanks) {
 }
 
 TEST_P(ControllerTest, JoinedRanksLetAllreduceProceedAndRejectAllgather) {
-  const int size = GetParam();
+  const int size = world();
+  const std::string kind = transport();
   if (size < 2) GTEST_SKIP() << "needs two ranks";
   std::vector<std::vector<Response>> got(size);
   RunRanks(size, [&](int rank, int n, Store* store) {
     Rank me;
-    MakeRank(rank, n, store, ControllerOptions(), &me);
+    MakeRank(kind, rank, n, store, ControllerOptions(), &me);
     std::vector<Request> reqs;
     if (rank == n - 1) {
       reqs.push_back(Req(rank, "__join__", {}, RequestType::kJoin));
@@ -164,11 +185,12 @@ TEST_P(ControllerTest, JoinedRanksLetAllreduceProceedAndRejectAllgather) {
 }
 
 TEST_P(ControllerTest, FusesSmallTensorsAndChangedShapeInvalidatesCache) {
-  const int size = GetParam();
+  const int size = world();
+  const std::string kind = transport();
   std::vector<std::vector<Response>> got(size);
   RunRanks(size, [&](int rank, int n, Store* store) {
     Rank me;
-    MakeRank(rank, n, store, ControllerOptions(), &me);
+    MakeRank(kind, rank, n, store, ControllerOptions(), &me);
     std::vector<Request> reqs = {Req(rank, "a", {4}), Req(rank, "b", {4}), Req(rank, "c", {4})};
     CycleUntil(*me.controller, reqs, 3);  // populate the cache
     reqs[1].shape = {5};                  // "b" changes shape on every rank
@@ -185,7 +207,8 @@ TEST_P(ControllerTest, FusesSmallTensorsAndChangedShapeInvalidatesCache) {
 }
 
 TEST_P(ControllerTest, StallShutdownNamesMissingRanks) {
-  const int size = GetParam();
+  const int size = world();
+  const std::string kind = transport();
   if (size < 2) GTEST_SKIP() << "needs two ranks";
   std::vector<std::string> errors(size);
   std::vector<bool> shut(size, false);
@@ -194,7 +217,7 @@ TEST_P(ControllerTest, StallShutdownNamesMissingRanks) {
     opts.stall.warning_seconds = 0.2;
     opts.stall.shutdown_seconds = 0.5;
     Rank me;
-    MakeRank(rank, n, store, opts, &me);
+    MakeRank(kind, rank, n, store, opts, &me);
     std::vector<Request> reqs;
     if (rank == 0) reqs.push_back(Req(rank, "lonely", {1}));
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -216,7 +239,29 @@ TEST_P(ControllerTest, StallShutdownNamesMissingRanks) {
   EXPECT_NE(errors[0].find("ranks [1"), std::string::npos) << errors[0];
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, ControllerTest, ::testing::Values(1, 2, 3));
+// A request list far longer than one frame of BackendControllerTransport.
+TEST_P(ControllerTest, LongRequestListsCrossEveryTransport) {
+  const int size = world();
+  const std::string kind = transport();
+  RunRanks(size, [&](int rank, int n, Store* store) {
+    Rank me;
+    MakeRank(kind, rank, n, store, ControllerOptions(), &me);
+    std::vector<Request> reqs;
+    for (int i = 0; i < 300; ++i)
+      reqs.push_back(Req(rank, "a_rather_long_tensor_name_to_fill_frames." + std::to_string(i), {i + 1}));
+    auto got = CycleUntil(*me.controller, reqs, 300);
+    EXPECT_EQ(Names(got).size(), 300u);
+  });
+}
+
+std::string ControllerParamName(const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
+  return std::get<0>(info.param) + "_np" + std::to_string(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ControllerTest,
+                         ::testing::Combine(::testing::Values("gloo", "shm"),
+                                            ::testing::Values(1, 2, 3)),
+                         ControllerParamName);
 
 }  // namespace
 }  // namespace hvda
