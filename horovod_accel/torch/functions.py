@@ -1,0 +1,189 @@
+"""Broadcasting model/optimizer state and Python objects (upstream
+`horovod.torch.functions`).
+
+Every function here is collective: all ranks of `process_set` must call it,
+in the same order, with the same `root_rank` (a *global* rank) and name.
+They block until done and raise HorovodInternalError if a collective fails.
+"""
+import io
+
+import cloudpickle
+import torch
+
+from horovod_accel.common.process_sets import global_process_set
+from horovod_accel.torch import tensors as _t
+from horovod_accel.torch.mpi_ops import (allgather, broadcast_, broadcast_async_, rank,
+                                         synchronize)
+
+
+def broadcast_parameters(params, root_rank, process_set=global_process_set):
+    """Overwrites `params` on every rank with the values of `root_rank`, in place.
+
+    params: a dict name -> tensor (e.g. `model.state_dict()`; broadcast in
+    sorted name order, names become the core tensor names), or an iterable of
+    (name, tensor) pairs (`model.named_parameters()`) or of bare tensors
+    (`model.parameters()`, unnamed). All tensors are broadcast asynchronously,
+    then waited for.
+    """
+    if isinstance(params, dict):
+        items = sorted(params.items())
+    elif isinstance(params, (str, bytes)) or not hasattr(params, "__iter__"):
+        raise ValueError(f"broadcast_parameters takes a dict (state_dict()) or a list of (name, "
+                         f"tensor) pairs (named_parameters()), got {type(params).__name__}.")
+    else:
+        items = [p if isinstance(p, tuple) else (None, p) for p in params]
+    for name, p in items:  # validate everything before submitting anything
+        if not isinstance(p, torch.Tensor):
+            raise ValueError(f"broadcast_parameters: entry {name!r} is a {type(p).__name__}, not a "
+                             f"torch.Tensor.")
+    handles = [broadcast_async_(p, root_rank, name, process_set=process_set) for name, p in items]
+    for handle in handles:
+        synchronize(handle)
+
+
+# ---------------------------------------------------------------- objects
+
+
+def _to_bytes_tensor(obj):
+    buf = io.BytesIO()
+    cloudpickle.dump(obj, buf)
+    return torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
+
+
+def _from_bytes_tensor(t):
+    return cloudpickle.loads(t.numpy().tobytes())
+
+
+def _names(name):
+    """Core names of the size and payload collectives of an object op.
+    Unnamed ops use the per-op counters (consistent across ranks that call
+    in the same order), so ranks passing objects of different types agree."""
+    if name is None:
+        return None, None
+    return f"{name}.sz", f"{name}.t"
+
+
+def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
+    """Returns `obj` of `root_rank` on every rank of `process_set`
+    (serialized with cloudpickle; other ranks' `obj` is ignored, may be None).
+
+    Two broadcasts: the payload size, then the bytes (named '<name>.sz' and
+    '<name>.t' when `name` is given).
+    """
+    size_name, data_name = _names(name)
+    is_root = rank() == root_rank
+    if is_root:
+        payload = _to_bytes_tensor(obj)
+        sz = torch.tensor([payload.numel()], dtype=torch.int64)
+    else:
+        sz = torch.zeros(1, dtype=torch.int64)
+    broadcast_(sz, root_rank, size_name, process_set=process_set)
+    if not is_root:
+        payload = torch.empty(int(sz[0]), dtype=torch.uint8)
+    broadcast_(payload, root_rank, data_name, process_set=process_set)
+    return obj if is_root else _from_bytes_tensor(payload)
+
+
+def allgather_object(obj, name=None, process_set=global_process_set):
+    """Returns the list of every set rank's `obj`, in set-rank order
+    (serialized with cloudpickle; objects may differ in type and size)."""
+    size_name, data_name = _names(name)
+    payload = _to_bytes_tensor(obj)
+    sizes = allgather(torch.tensor([payload.numel()], dtype=torch.int64), name=size_name,
+                      process_set=process_set).tolist()
+    gathered = allgather(payload, name=data_name, process_set=process_set)
+    out, offset = [], 0
+    for n in sizes:
+        out.append(_from_bytes_tensor(gathered[offset:offset + n]))
+        offset += n
+    return out
+
+
+# ---------------------------------------------------------------- optimizer state
+
+
+class _TensorSlot:
+    """Stands in for a tensor of the root's optimizer state_dict while its
+    structure is broadcast as an object; the data follows by tensor broadcast."""
+
+    __slots__ = ("index", "shape", "dtype", "device_type")
+
+    def __init__(self, index, tensor):
+        self.index = index
+        self.shape = tuple(tensor.shape)
+        self.dtype = tensor.dtype
+        self.device_type = tensor.device.type
+
+    def __getstate__(self):
+        return (self.index, self.shape, self.dtype, self.device_type)
+
+    def __setstate__(self, state):
+        self.index, self.shape, self.dtype, self.device_type = state
+
+    def allocate(self):
+        device = "cpu" if self.device_type == "cpu" else torch.device(self.device_type)
+        return torch.empty(self.shape, dtype=self.dtype, device=device)
+
+
+def _broadcastable(x):
+    return (isinstance(x, torch.Tensor) and x.layout == torch.strided
+            and x.dtype in _t._DTYPE_CODES)
+
+
+def _map_structure(x, fn):
+    """Applies fn to every leaf of nested dicts/lists/tuples (fn returns the
+    leaf itself for leaves it does not replace)."""
+    if isinstance(x, dict):
+        return {k: _map_structure(v, fn) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+        return type(x)(_map_structure(v, fn) for v in x)
+    return fn(x)
+
+
+def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
+    """Makes `optimizer`'s state and hyper-parameters (param_groups) on every
+    rank equal to those of `root_rank`.
+
+    Works for every torch.optim optimizer (and DistributedOptimizer) except
+    LBFGS (ValueError). The root's `state_dict()` structure is broadcast as
+    an object, its tensors (moments, `step`, tensor learning rates, ...) by
+    tensor broadcasts, and non-root ranks `load_state_dict()` the result, so
+    torch casts the state to each parameter's device/dtype. Optimizers whose
+    state is empty until the first step end with equal (empty or root's)
+    state everywhere; unlike upstream, no fake zero-gradient step is taken,
+    so parameters and step counts are left untouched.
+
+    model: accepted for upstream compatibility; not needed.
+    """
+    if isinstance(optimizer, torch.optim.LBFGS):
+        raise ValueError("cannot broadcast torch.optim.LBFGS state (not supported, as upstream): "
+                         "its curvature history is built by closure-driven steps. Construct LBFGS "
+                         "identically on every rank after broadcast_parameters() instead.")
+    is_root = rank() == root_rank
+    tensors = []
+    if is_root:
+        def to_slot(x):
+            if _broadcastable(x):
+                tensors.append(x.detach())
+                return _TensorSlot(len(tensors) - 1, x)
+            return x
+
+        structure = _map_structure(optimizer.state_dict(), to_slot)
+    else:
+        structure = None
+    structure = broadcast_object(structure, root_rank, name="optimizer_state.structure",
+                                 process_set=process_set)
+    if not is_root:
+        slots = []
+        _map_structure(structure, lambda x: slots.append(x) if isinstance(x, _TensorSlot) else x)
+        tensors = [None] * len(slots)
+        for slot in slots:
+            tensors[slot.index] = slot.allocate()
+    handles = [broadcast_async_(t, root_rank, name=f"optimizer_state.{i}", process_set=process_set)
+               for i, t in enumerate(tensors)]
+    for handle in handles:
+        synchronize(handle)
+    if not is_root:
+        state_dict = _map_structure(
+            structure, lambda x: tensors[x.index] if isinstance(x, _TensorSlot) else x)
+        optimizer.load_state_dict(state_dict)

@@ -1,0 +1,119 @@
+"""Upstream's `horovod.torch.mpi_ops`: every torch collective plus the basic API.
+
+The ops live in ops_allreduce.py, ops_gather.py and ops_alltoall.py; this
+module gathers them under upstream's module name, binds the basics
+(init, size, rank, build flags, ...) as module functions as upstream does,
+and adds `join` and `barrier`.
+
+Like upstream, `is_homogeneous` is not re-exported here (use
+`horovod.common.basics.HorovodBasics().is_homogeneous()`).
+"""
+from horovod_accel.common.basics import HorovodBasics as _HorovodBasics
+from horovod_accel.common.default_runtime import DEFAULT_RUNTIME as _DEFAULT_RUNTIME
+from horovod_accel.common.exceptions import HorovodInternalError
+from horovod_accel.common.process_sets import (ProcessSet, add_process_set, global_process_set,
+                                               remove_process_set)
+from horovod_accel.common.util import get_average_backwards_compatibility_fun, num_rank_is_power_2
+from horovod_accel.torch import tensors as _t
+from horovod_accel.torch.compression import Compression
+from horovod_accel.torch.handles import poll, submit as _submit, synchronize
+from horovod_accel.torch.ops_allreduce import (allreduce, allreduce_, allreduce_async,
+                                               allreduce_async_, grouped_allreduce,
+                                               grouped_allreduce_, grouped_allreduce_async,
+                                               grouped_allreduce_async_)
+from horovod_accel.torch.ops_alltoall import (alltoall, alltoall_async, grouped_reducescatter,
+                                              grouped_reducescatter_async, reducescatter,
+                                              reducescatter_async)
+from horovod_accel.torch.ops_gather import (allgather, allgather_async, broadcast, broadcast_,
+                                            broadcast_async, broadcast_async_, grouped_allgather,
+                                            grouped_allgather_async, sparse_allreduce_async)
+
+_basics = _HorovodBasics()
+
+# ---------------------------------------------------------------- basics
+init = _basics.init
+shutdown = _basics.shutdown
+is_initialized = _basics.is_initialized
+start_timeline = _basics.start_timeline
+stop_timeline = _basics.stop_timeline
+size = _basics.size
+local_size = _basics.local_size
+cross_size = _basics.cross_size
+rank = _basics.rank
+local_rank = _basics.local_rank
+cross_rank = _basics.cross_rank
+mpi_threads_supported = _basics.mpi_threads_supported
+mpi_enabled = _basics.mpi_enabled
+mpi_built = _basics.mpi_built
+gloo_enabled = _basics.gloo_enabled
+gloo_built = _basics.gloo_built
+nccl_built = _basics.nccl_built
+ddl_built = _basics.ddl_built
+ccl_built = _basics.ccl_built
+cuda_built = _basics.cuda_built
+rocm_built = _basics.rocm_built
+
+# ---------------------------------------------------------------- reduction ops
+Average = _basics.Average
+Sum = _basics.Sum
+Adasum = _basics.Adasum
+Min = _basics.Min
+Max = _basics.Max
+Product = _basics.Product
+
+handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(_basics)
+
+
+def check_num_rank_power_of_2(num_rank):
+    """Upstream helper for Adasum: ValueError unless num_rank is a power of 2."""
+    if not num_rank_is_power_2(num_rank):
+        raise ValueError("Adasum reduction can only be used with a number of ranks that is a "
+                         f"power of 2, got {num_rank}.")
+
+
+# ---------------------------------------------------------------- join / barrier
+
+
+def join(device=-1) -> int:
+    """Marks this rank as finished with its data and blocks until every rank
+    has joined. Until then, allreduces submitted by the other ranks proceed
+    with this rank contributing zeros (other ops involving a joined rank
+    fail). Returns the global rank that joined last.
+
+    device: -1 for CPU (upstream's convention), else the accelerator index.
+    Raises HorovodInternalError if the join fails (e.g. shutdown).
+    """
+    rt = _DEFAULT_RUNTIME.initialized_runtime()
+    handle = _submit("join", lambda: rt.enqueue_join(int(device)), keep=(),
+                     finish=lambda works: int(works[0].join_result()))
+    return synchronize(handle)
+
+
+def barrier(process_set=global_process_set):
+    """Blocks until every rank of `process_set` has reached the barrier
+    (other named ops may still be pending). Raises HorovodInternalError if
+    the barrier fails, ValueError if this rank is not in the set."""
+    ps_id = _t.process_set_id(process_set)
+    rt = _DEFAULT_RUNTIME.initialized_runtime()
+    handle = _submit("barrier", lambda: rt.enqueue_barrier(ps_id), keep=(),
+                     finish=lambda works: None)
+    synchronize(handle)
+
+
+__all__ = [
+    # basics
+    "init", "shutdown", "is_initialized", "start_timeline", "stop_timeline", "size", "local_size",
+    "cross_size", "rank", "local_rank", "cross_rank", "mpi_threads_supported", "mpi_enabled",
+    "mpi_built", "gloo_enabled", "gloo_built", "nccl_built", "ddl_built", "ccl_built",
+    "cuda_built", "rocm_built",
+    # constants, process sets, errors
+    "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "global_process_set",
+    "add_process_set", "remove_process_set", "HorovodInternalError", "Compression",
+    # ops
+    "allreduce", "allreduce_async", "allreduce_", "allreduce_async_", "grouped_allreduce",
+    "grouped_allreduce_async", "grouped_allreduce_", "grouped_allreduce_async_",
+    "sparse_allreduce_async", "allgather", "allgather_async", "grouped_allgather",
+    "grouped_allgather_async", "broadcast", "broadcast_async", "broadcast_", "broadcast_async_",
+    "alltoall", "alltoall_async", "reducescatter", "reducescatter_async", "grouped_reducescatter",
+    "grouped_reducescatter_async", "join", "barrier", "poll", "synchronize",
+]

@@ -1,0 +1,74 @@
+"""horovod.torch through the real launcher at world sizes 1, 2 and 3.
+
+Each worker script (torch_scripts/) runs many checks in one job and asserts
+on every rank, so a job costs one start-up. Every job has a hard timeout.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = Path(__file__).resolve().parent / "torch_scripts"
+HARD_TIMEOUT = 120
+
+
+def run_job(np_, script, *args, cwd=None, **extra_env):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update({k: str(v) for k, v in extra_env.items()})
+    cmd = [sys.executable, "-m", "horovod_accel.runner.launch", "-np", str(np_),
+           sys.executable, str(script), *args]
+    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=HARD_TIMEOUT)
+
+
+def assert_all_ranks_ok(r, np_):
+    assert r.returncode == 0, f"exit {r.returncode}\n--- stdout\n{r.stdout}\n--- stderr\n{r.stderr}"
+    for rank in range(np_):
+        assert f"ALL OK rank {rank}" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("np_", [1, 2, 3])
+@pytest.mark.parametrize("script", ["reduce_ops", "gather_ops", "semantics", "autograd_ops",
+                                    "state_ops"])
+def test_torch_script(script, np_):
+    r = run_job(np_, SCRIPTS / f"{script}.py")
+    assert_all_ranks_ok(r, np_)
+
+
+def test_reduce_ops_without_response_cache_or_fusion():
+    # The same results with every negotiation on the slow path and no fusion.
+    r = run_job(2, SCRIPTS / "reduce_ops.py", HOROVOD_CACHE_CAPACITY=0, HOROVOD_FUSION_THRESHOLD=0)
+    assert_all_ranks_ok(r, 2)
+
+
+def test_example_training_script():
+    r = run_job(2, REPO / "examples" / "pytorch" / "pytorch_synthetic_mlp.py", "--epochs", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "loss fell" in r.stdout, r.stdout
+
+
+def test_horovod_alias_package(tmp_path):
+    code = (
+        "import sys, horovod, horovod.torch as hvd, horovod_accel.torch as accel\n"
+        "from horovod.common.exceptions import HorovodInternalError\n"
+        "from horovod.common.process_sets import ProcessSet\n"
+        "from horovod.torch.mpi_ops import allreduce\n"
+        "import horovod.common.basics, horovod.common.util, horovod.runner\n"
+        "assert hvd is accel and allreduce is accel.allreduce\n"
+        "assert HorovodInternalError is hvd.HorovodInternalError and ProcessSet is hvd.ProcessSet\n"
+        "assert sys.modules['horovod.torch.mpi_ops'] is sys.modules['horovod_accel.torch.mpi_ops']\n"
+        "assert hvd.__spec__.name == 'horovod_accel.torch'\n"
+        "assert horovod.__version__ == '0.28.1'\n"
+        "hvd.init(); print('size', hvd.size())\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO)
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=HARD_TIMEOUT)
+    assert r.returncode == 0 and "size 1" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-m", "horovod.runner.launch", "--help"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=HARD_TIMEOUT)
+    assert r.returncode == 0 and "horovodrun" in r.stdout, r.stdout + r.stderr
