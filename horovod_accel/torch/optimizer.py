@@ -15,6 +15,7 @@ gradients into `p.grad` and then runs the wrapped optimizer's step.
 Threading: hooks run on the thread running backward; nothing here blocks
 except `synchronize()` (and `step()`, which calls it).
 """
+import os
 import warnings
 import weakref
 from contextlib import contextmanager
@@ -73,7 +74,10 @@ class _DistributedOptimizer:
         self._hvd_started = False    # a hook fired since the last reset
         self._synchronized = False
         self._should_synchronize = True
-        self._hvd_hooked = bool(process_set.included()) and process_set.size() > 1
+        # Like upstream: no hooks outside the set, nor at size 1 unless elastic
+        # (an elastic job may grow, and its hooks must already be in place).
+        elastic = os.environ.get("HOROVOD_ELASTIC", "0").strip() not in ("", "0")
+        self._hvd_hooked = bool(process_set.included()) and (process_set.size() > 1 or elastic)
         self.set_backward_passes_per_step(backward_passes_per_step)
         if self._hvd_hooked:
             _register_hooks(self, params)
@@ -147,6 +151,7 @@ class _DistributedOptimizer:
     def _hvd_grad_ready(self, p):
         """Hook body: p.grad now holds this pass's accumulated gradient."""
         self._hvd_started = True
+        self._synchronized = False    # new gradients: the next step() must reduce them
         delay = self._hvd_delay[p]
         if delay <= 0:
             raise AssertionError(_ERR_TOO_MANY_PASSES)
@@ -218,7 +223,7 @@ class _DistributedOptimizer:
             return torch.zeros_like(p)
         indices = torch.empty((sparse_dim, 0), dtype=torch.long, device=p.device)
         values = p.new_empty((0, *p.shape[sparse_dim:]))
-        return torch.sparse_coo_tensor(indices, values, p.shape)
+        return torch.sparse_coo_tensor(indices, values, p.shape, check_invariants=False)
 
     def _hvd_reset(self):
         self._hvd_submitted.clear()
@@ -315,11 +320,17 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             "DistributedOptimizer(op=hvd.Adasum) needs the core's Adasum reduction, which "
             "horovod_accel does not implement yet. Use op=hvd.Average (the default) or hvd.Sum.")
 
+    if getattr(process_set, "process_set_id", None) is None:
+        raise ValueError(f"process_set {process_set} is not registered: pass it to "
+                         f"hvd.init(process_sets=[...]) or hvd.add_process_set() first.")
+
     cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
     distributed = cls.__new__(cls)
     # Share param_groups, defaults, state and hooks with the wrapped optimizer
     # (upstream re-ran __init__, which lost `defaults` and any loaded state).
-    distributed.__dict__.update(optimizer.__dict__)
+    # An instance-level `step` (an LR scheduler wraps the bound method of the
+    # optimizer it was given) would bypass synchronize(), so it is not copied.
+    distributed.__dict__.update({k: v for k, v in optimizer.__dict__.items() if k != "step"})
     distributed._hvd_setup(named_parameters, compression, backward_passes_per_step, op,
                            gradient_predivide_factor, groups, sparse_as_dense, process_set)
     return distributed

@@ -26,7 +26,10 @@ _SUPPORTED = ", ".join(str(d).replace("torch.", "") for d in _DTYPE_CODES)
 
 
 def dtype_code(tensor):
-    """The core's dtype code of tensor; ValueError for unsupported dtypes."""
+    """The core's dtype code of tensor; ValueError for non-tensors and
+    unsupported dtypes."""
+    if not isinstance(tensor, torch.Tensor):
+        raise ValueError(f"Horovod ops take torch.Tensor arguments, got {type(tensor).__name__}.")
     code = _DTYPE_CODES.get(tensor.dtype)
     if code is None:
         raise ValueError(f"Tensor type {tensor.dtype} is not supported by Horovod; "
