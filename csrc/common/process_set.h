@@ -27,6 +27,9 @@ struct ProcessSetState {
   std::unique_ptr<Controller> controller;
   // Start the next cycle at once while requests wait (NOTE [Cycle pacing]).
   bool eager_pacing = false;
+  // Set by remove_process_set during a cycle; the set is skipped for the
+  // rest of that cycle and destroyed at its end.
+  bool removed = false;
 
   bool member() const { return set_rank >= 0; }
   int size() const { return static_cast<int>(ranks.size()); }

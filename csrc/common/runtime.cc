@@ -276,6 +276,7 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed) {
   }
   bool stop = false;
   for (ProcessSetState* ps : sets) {
+    if (ps->removed) continue;
     std::vector<Request> reqs;
     ps->queue.PopNewRequests(&reqs);
     ResponseList list;
@@ -304,6 +305,7 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed) {
       break;  // every rank sees the global set's flag in the same cycle
     }
   }
+  retired_sets_.clear();
   if (stop) {
     FailEverything(Status::Aborted(
         "Horovod has been shut down. This was caused by an exception on one of the ranks or by "
@@ -337,6 +339,7 @@ void Runtime::Shutdown() {
       kv.second->queue.FailAll(Status::Aborted("Horovod has been shut down."));
     sets_.clear();
   }
+  retired_sets_.clear();  // the background thread has ended
   timeline_.Stop();
   initialized_ = false;
 }

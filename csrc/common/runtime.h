@@ -113,6 +113,9 @@ class Runtime {
 
   std::mutex sets_mu_;  // guards sets_
   std::map<int, std::unique_ptr<ProcessSetState>> sets_;
+  // Sets removed during the current cycle (background thread only; emptied
+  // when the cycle ends, see HandleProcessSetResponse).
+  std::vector<std::unique_ptr<ProcessSetState>> retired_sets_;
 
   std::atomic<bool> initialized_{false};
   std::atomic<bool> shutdown_requested_{false};

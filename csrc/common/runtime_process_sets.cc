@@ -98,7 +98,13 @@ void Runtime::HandleProcessSetResponse(const Response& r, ProcessSetState* globa
         result = 0;
       }
     }
-    if (gone) gone->queue.FailAll(Status::Aborted("process set " + std::to_string(id) + " was removed."));
+    if (gone) {
+      gone->queue.FailAll(Status::Aborted("process set " + std::to_string(id) + " was removed."));
+      // RunCycle may still hold a pointer to it for this cycle: it skips
+      // removed sets and destroys retired ones when the cycle ends.
+      gone->removed = true;
+      retired_sets_.push_back(std::move(gone));
+    }
   }
   if (have) {
     e.work->join_result = result;

@@ -138,13 +138,6 @@ def test_dynamic_process_sets_add_and_duplicates():
     assert_ok(r, "process_sets dynamic", 3)
 
 
-@pytest.mark.xfail(
-    reason="core bug: remove_process_set() of a set this rank belongs to crashes the rank "
-           "(SIGSEGV, sometimes SIGABRT): Runtime::RunCycle snapshots raw ProcessSetState* "
-           "pointers, HandleProcessSetResponse (run while processing the global set) erases and "
-           "frees the removed set, and the same cycle then calls "
-           "ps->controller->ComputeResponseList on the freed set (use after free)",
-    strict=True)
 def test_dynamic_process_sets_remove():
     r = launch(3, "process_sets.py", "dynamic_remove")
     assert_ok(r, "process_sets dynamic_remove", 3)
