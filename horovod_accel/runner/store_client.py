@@ -57,13 +57,12 @@ class StoreClient:
 
     def _connect(self, host, port, secret):
         deadline = time.monotonic() + self._timeout
-        delay, last_err = 0.05, None
+        delay = 0.05
         while True:
             try:
                 sock = socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic()))
                 break
             except OSError as e:
-                last_err = e
                 if time.monotonic() + delay > deadline:
                     raise StoreError(f"could not reach the horovodrun rendezvous store at "
                                      f"{self._addr}: {e}; was this process started by horovodrun?"

@@ -27,12 +27,7 @@ def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_fact
     rt = DEFAULT_RUNTIME.initialized_runtime()
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
     inp = _t.as_input(tensor)
-    if in_place:
-        out = inp
-        finish = lambda works: _t.copy_back(tensor, out)  # noqa: E731
-    else:
-        out = torch.empty(inp.shape, dtype=inp.dtype, device=inp.device)
-        finish = lambda works: out  # noqa: E731
+    out, finish = _t.output_for(tensor, inp, in_place)
     core_name = HANDLES.tensor_name("allreduce", name, ps_id)
     return submit(core_name,
                   lambda: rt.enqueue_allreduce(core_name, ps_id, inp.data_ptr(), out.data_ptr(), dtype,
@@ -111,12 +106,8 @@ def _grouped_allreduce_async(tensors, in_place, name, op, prescale_factor, posts
     dtypes = [_t.dtype_code(t) for t in tensors]
     device = _t.common_device(tensors)
     inps = [_t.as_input(t) for t in tensors]
-    if in_place:
-        outs = inps
-        finish = lambda works: [_t.copy_back(t, o) for t, o in zip(tensors, outs)]  # noqa: E731
-    else:
-        outs = [torch.empty(i.shape, dtype=i.dtype, device=i.device) for i in inps]
-        finish = lambda works: list(outs)  # noqa: E731
+    outs, finishes = zip(*(_t.output_for(t, i, in_place) for t, i in zip(tensors, inps)))
+    finish = lambda works: [f(works) for f in finishes]  # noqa: E731
     base, names = HANDLES.grouped_names("grouped_allreduce", name, len(tensors), ps_id)
     return submit(base,
                   lambda: rt.enqueue_grouped_allreduce(

@@ -118,12 +118,7 @@ def _broadcast_async(tensor, in_place, root_rank, name, process_set):
     rt = DEFAULT_RUNTIME.initialized_runtime()
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
     inp = _t.as_input(tensor)
-    if in_place:
-        out = inp
-        finish = lambda works: _t.copy_back(tensor, out)  # noqa: E731
-    else:
-        out = torch.empty(inp.shape, dtype=inp.dtype, device=inp.device)
-        finish = lambda works: out  # noqa: E731
+    out, finish = _t.output_for(tensor, inp, in_place)
     core_name = HANDLES.tensor_name("broadcast", name, ps_id)
     return submit(core_name,
                   lambda: rt.enqueue_broadcast(core_name, ps_id, inp.data_ptr(), out.data_ptr(), dtype,

@@ -98,6 +98,17 @@ def copy_back(original, worked_on):
     return original
 
 
+def output_for(tensor, inp, in_place):
+    """(out, finish) for an op whose result has inp's shape: in place, the core
+    writes into `inp` and finish() returns `tensor` holding the result (copied
+    back if `inp` is a contiguous copy); otherwise into a new tensor, which
+    finish() returns. finish takes the op's Work list (unused)."""
+    if in_place:
+        return inp, lambda works: copy_back(tensor, inp)
+    out = torch.empty(inp.shape, dtype=inp.dtype, device=inp.device)
+    return out, lambda works: out
+
+
 def process_set_id(process_set):
     """The registered id of process_set; ValueError if it is not registered."""
     if not isinstance(process_set, ProcessSet):
