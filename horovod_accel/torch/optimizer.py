@@ -12,6 +12,16 @@ core asynchronously, so communication overlaps the rest of backward.
 not compute, so ranks never hang on an unused parameter), writes the reduced
 gradients into `p.grad` and then runs the wrapped optimizer's step.
 
+Buckets (optimizer_buckets.py) are planned from parameter order, shapes and
+dtypes only, so every rank submits the same ops under the same names; a
+bucket of one dense gradient is reduced in place in `p.grad`, without copies.
+Sparse gradients go through `sparse_allreduce_async` (two allgathers) unless
+`sparse_as_dense=True`.
+
+Differences from upstream (docs/compat.md): `zero_grad(set_to_none=...)` is
+accepted; `op=Adasum` raises NotImplementedError with more than one rank (the
+core has no Adasum); wrapping keeps the optimizer's `defaults` and state.
+
 Threading: hooks run on the thread running backward; nothing here blocks
 except `synchronize()` (and `step()`, which calls it).
 """
@@ -24,9 +34,9 @@ import torch
 
 from horovod_accel.torch import optimizer_buckets
 from horovod_accel.torch.compression import Compression
-from horovod_accel.torch.mpi_ops import (Adasum, Average, allreduce_async_, global_process_set,
-                                         grouped_allreduce_async_, size, sparse_allreduce_async,
-                                         synchronize)
+from horovod_accel.torch.mpi_ops import (Adasum, Average, Sum, allreduce_async_,
+                                         global_process_set, grouped_allreduce_async_, size,
+                                         sparse_allreduce_async, synchronize)
 
 # torch >= 2.1 has a hook that fires after the gradient is accumulated into
 # p.grad; older versions hook the AccumulateGrad node (upstream's way).
@@ -56,6 +66,8 @@ class _DistributedOptimizer:
         self.gradient_predivide_factor = gradient_predivide_factor
         self.sparse_as_dense = sparse_as_dense
         self.process_set = process_set
+        # Adasum only reaches here with one rank (elastic), where it is the identity.
+        self._hvd_op = Sum if op == Adasum else op
         if op == Average:
             # The core multiplies by 1/size after postscale for Average.
             self._hvd_prescale = 1.0 / gradient_predivide_factor
@@ -122,6 +134,8 @@ class _DistributedOptimizer:
             self._should_synchronize = True
 
     def step(self, *args, **kwargs):
+        """synchronize() (unless inside skip_synchronize(); warns if an
+        explicit synchronize() already ran), then the wrapped optimizer's step."""
         if self._should_synchronize:
             if self._synchronized:
                 warnings.warn(_WARN_STEP_AFTER_SYNCHRONIZE)
@@ -174,7 +188,7 @@ class _DistributedOptimizer:
                 self._hvd_sparse_dims[p] = grad.sparse_dim()
                 if not self.sparse_as_dense:
                     sparse.append((p, sparse_allreduce_async(
-                        grad, name=self._parameter_names[p], op=self.op,
+                        grad, name=self._parameter_names[p], op=self._hvd_op,
                         process_set=self.process_set)))
                     continue
                 grad = grad.to_dense()
@@ -184,12 +198,12 @@ class _DistributedOptimizer:
             ctxs.append(ctx)
         work = None
         if len(sent) == 1:
-            work = allreduce_async_(sent[0], name=bucket.name, op=self.op,
+            work = allreduce_async_(sent[0], name=bucket.name, op=self._hvd_op,
                                     prescale_factor=self._hvd_prescale,
                                     postscale_factor=self._hvd_postscale,
                                     process_set=self.process_set)
         elif sent:
-            work = grouped_allreduce_async_(sent, name=bucket.name, op=self.op,
+            work = grouped_allreduce_async_(sent, name=bucket.name, op=self._hvd_op,
                                             prescale_factor=self._hvd_prescale,
                                             postscale_factor=self._hvd_postscale,
                                             process_set=self.process_set)

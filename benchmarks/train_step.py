@@ -1,0 +1,202 @@
+#!/usr/bin/env python
+"""Training-step throughput: horovod_accel DistributedOptimizer against torch
+DDP (gloo) and the no-communication "ideal", measured back to back in one run.
+
+    .venv/bin/python benchmarks/train_step.py                  # mlp + cnn, np 1 and 2
+    .venv/bin/python benchmarks/train_step.py --quick          # smoke run
+    .venv/bin/python benchmarks/train_step.py --models mlp --np 2 --repeats 3 --json out.json
+
+Per model and rank count N, jobs (all workers: train_peers/train_worker.py,
+one thread per process, the same SGD step on a fixed random batch):
+  ideal  N independent `--mode local` processes started at once (N=1: one process)
+  hvda   python -m horovod_accel.runner.launch -np N python train_worker.py --mode hvda
+  ddp    python -m torch.distributed.run --nproc_per_node N train_worker.py --mode ddp
+Throughput = N x batch / median over iterations (after warm-up) of the
+per-iteration time, max over ranks (ideal: the sum of each process's own).
+hvda and ddp alternate over --repeats runs; the table shows the median run.
+See benchmarks/README.md.
+"""
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+# Process handling shared with the allreduce benchmark.
+from allreduce import (REPO_ROOT, busy_processes, free_port, job_env, reason_line,  # noqa: E402
+                       stop_job)
+
+WORKER = os.path.join(HERE, "train_peers", "train_worker.py")
+PEERS = ("ideal", "ddp", "hvda")
+BATCH = {"mlp": 64, "cnn": 32}
+
+
+def worker_args(a, model, out):
+    return ["--model", model, "--batch-size", str(BATCH[model]), "--iters", str(a.iters),
+            "--warmup", str(a.warmup), "--out", out]
+
+
+def job_cmds(peer, a, model, n, workdir, tag):
+    """[(command, result path)]: one launcher, or n local processes for ideal."""
+    py = sys.executable
+    if peer == "ideal":
+        outs = [os.path.join(workdir, f"{tag}.{i}.json") for i in range(n)]
+        return [([py, WORKER, "--mode", "local"] + worker_args(a, model, o), o) for o in outs]
+    out = os.path.join(workdir, f"{tag}.json")
+    if peer == "hvda":
+        extra = ["--bucket-mb", str(a.bucket_mb)] if a.bucket_mb is not None else []
+        cmd = ([py, "-m", "horovod_accel.runner.launch", "-np", str(n)] + shlex.split(a.hvda_args)
+               + [py, WORKER, "--mode", "hvda"] + extra)
+    else:
+        cmd = [py, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(n),
+               "--master_addr", "127.0.0.1", "--master_port", str(free_port()), WORKER,
+               "--mode", "ddp"]
+    return [(cmd + worker_args(a, model, out), out)]
+
+
+def run_job(peer, a, model, n, workdir, tag, env):
+    """Runs one job; returns (samples/s or None, reason or None)."""
+    procs = []
+    log_path = os.path.join(workdir, f"{tag}.log")
+    with open(log_path, "w") as log:
+        for cmd, _ in job_cmds(peer, a, model, n, workdir, tag):
+            if a.verbose:
+                print("  $ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
+            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                          cwd=REPO_ROOT, start_new_session=True))
+        deadline = time.monotonic() + a.timeout
+        rcs = []
+        for p in procs:
+            try:
+                rcs.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                rcs.append(None)
+        for p, rc in zip(procs, rcs):
+            if rc is None:
+                stop_job(p)
+    with open(log_path, errors="replace") as f:
+        text = f.read()
+    if None in rcs:
+        return None, f"timed out after {a.timeout:.0f} s"
+    if any(rcs):
+        print("\n".join("    | " + l for l in text.splitlines()[-15:]), file=sys.stderr)
+        return None, f"exit code {max(rcs)}: {reason_line(text)}"
+    rate = 0.0
+    for _, out in job_cmds(peer, a, model, n, workdir, tag):
+        with open(out) as f:
+            r = json.load(f)
+        rate += r["size"] * r["batch_size"] / statistics.median(r["iter_s"])
+    return rate, None
+
+
+def fmt_ratio(x, y, pct=False):
+    if not x or not y:
+        return "n/a"
+    return f"{100 * x / y:.0f}%" if pct else f"{x / y:.2f}x"
+
+
+def render(rows):
+    cols = ["model", "np", "grads", "batch/rank", "ideal (samples/s)", "DDP gloo", "horovod_accel",
+            "hvda/DDP", "DDP % ideal", "hvda % ideal"]
+    body = []
+    for (model, n), v in rows.items():
+        f = lambda x: "n/a" if x is None else f"{x:.0f}"  # noqa: E731
+        body.append([model, str(n), {"mlp": "42 MB", "cnn": "3.1 MB"}[model], str(BATCH[model]),
+                     f(v.get("ideal")), f(v.get("ddp")), f(v.get("hvda")),
+                     fmt_ratio(v.get("hvda"), v.get("ddp")),
+                     fmt_ratio(v.get("ddp"), v.get("ideal"), True),
+                     fmt_ratio(v.get("hvda"), v.get("ideal"), True)])
+    widths = [max(len(r[i]) for r in [cols] + body) for i in range(len(cols))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    return "\n".join([line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+                     + [line(r) for r in body])
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", default="mlp,cnn", help="comma list from mlp,cnn")
+    p.add_argument("--np", default="1,2", help="comma list of rank counts (default 1,2)")
+    p.add_argument("--only", default=",".join(PEERS), help="comma list from ideal,ddp,hvda")
+    p.add_argument("--iters", type=int, help="timed iterations per job (default 40; --quick 8)")
+    p.add_argument("--warmup", type=int, help="untimed iterations first (default 5; --quick 2)")
+    p.add_argument("--repeats", type=int, help="runs of each peer, alternating (default 3; --quick 1)")
+    p.add_argument("--quick", action="store_true", help="smoke run: few iterations, one repeat")
+    p.add_argument("--bucket-mb", type=float, help="hvda DistributedOptimizer bucket cap (MiB)")
+    p.add_argument("--hvda-args", default="", help="extra horovodrun arguments")
+    p.add_argument("--timeout", type=float, default=300.0, help="hard limit per job (s)")
+    p.add_argument("--json", metavar="PATH", help="also write every run's numbers here")
+    p.add_argument("-v", "--verbose", action="store_true")
+    a = p.parse_args(argv)
+    a.models = [m for m in a.models.split(",") if m]
+    a.np = [int(n) for n in a.np.split(",") if n]
+    a.only = [x for x in a.only.split(",") if x]
+    for m in a.models:
+        if m not in BATCH:
+            p.error(f"--models: unknown model {m!r}")
+    for x in a.only:
+        if x not in PEERS:
+            p.error(f"--only: unknown peer {x!r}")
+    a.iters = a.iters or (8 if a.quick else 40)
+    a.warmup = a.warmup or (2 if a.quick else 5)
+    a.repeats = a.repeats or (1 if a.quick else 3)
+    return a
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    env = job_env()
+    load = os.getloadavg()[0]
+    print(f"train_step benchmark: models {','.join(a.models)}, np {a.np}, {os.cpu_count()} CPUs, "
+          f"{a.iters} iterations after {a.warmup} warm-up, {a.repeats} repeat(s); load {load:.2f}")
+    if busy_processes():
+        print("WARNING: build processes running: numbers will be noise", file=sys.stderr)
+    runs, errors = {}, {}
+    with tempfile.TemporaryDirectory(prefix="hvda_train_") as workdir:
+        for model in a.models:
+            for n in a.np:
+                for rep in range(a.repeats):
+                    order = [p for p in PEERS if p in a.only]
+                    if rep % 2 == 1:        # alternate who goes first among the communicating peers
+                        order = [p for p in order if p == "ideal"] + \
+                                [p for p in reversed(order) if p != "ideal"]
+                    for peer in order:
+                        if peer == "ideal" and rep > 0:
+                            continue        # no communication: one run is enough
+                        tag = f"{model}.{n}.{peer}.{rep}"
+                        t0 = time.monotonic()
+                        rate, reason = run_job(peer, a, model, n, workdir, tag, env)
+                        if rate is None:        # one retry: a rare launcher failure is not a result
+                            print(f"  {tag}: failed ({reason}); retrying once", flush=True)
+                            errors[tag] = reason
+                            rate, reason = run_job(peer, a, model, n, workdir, tag + ".retry", env)
+                        print(f"  {tag}: " + (f"{rate:.1f} samples/s" if rate else f"n/a ({reason})")
+                              + f" ({time.monotonic() - t0:.0f} s)", flush=True)
+                        if rate:
+                            runs.setdefault((model, n), {}).setdefault(peer, []).append(rate)
+                        else:
+                            errors[tag + ".retry"] = reason
+    rows = {key: {peer: statistics.median(v) for peer, v in peers.items()}
+            for key, peers in runs.items()}
+    print()
+    print("samples/s = np x batch / median per-iteration time (max over ranks); "
+          "ideal = np independent processes, no communication; median over repeats.")
+    print(render(rows))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"argv": sys.argv, "load_before": load,
+                       "runs": {f"{m}.{n}": v for (m, n), v in runs.items()},
+                       "errors": errors}, f, indent=1)
+    for tag, reason in errors.items():
+        print(f"failed job {tag}: {reason}")
+    return 0 if rows and all(len(v) == len(a.only) for v in runs.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
