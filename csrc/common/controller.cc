@@ -9,6 +9,7 @@ namespace {
 
 constexpr uint64_t kNoShutdownBit = 1;
 constexpr uint64_t kNoUncachedBit = 2;
+constexpr uint64_t kIdleBit = 4;
 
 }  // namespace
 
@@ -36,7 +37,9 @@ void Controller::Answered(const std::string& name, Request* local) {
 }
 
 Status Controller::ComputeResponseList(std::vector<Request> new_requests,
-                                       bool shutdown_requested, ResponseList* out) {
+                                       bool shutdown_requested, ResponseList* out,
+                                       bool locally_idle) {
+  all_idle_ = false;
   auto now = std::chrono::steady_clock::now();
   for (auto& r : new_requests) {
     if (timeline_ && r.type != RequestType::kJoin) timeline_->NegotiateStart(r.name, r.type);
@@ -83,8 +86,10 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   if (coordinator_ && coordinator_->HasWaiting() &&
       now - last_slow_path_ > std::chrono::seconds(1))
     has_uncached = true;
-  bits[0] = (shutdown_requested ? 0 : kNoShutdownBit) | (has_uncached ? 0 : kNoUncachedBit);
+  bits[0] = (shutdown_requested ? 0 : kNoShutdownBit) | (has_uncached ? 0 : kNoUncachedBit) |
+            (locally_idle && pending_.empty() ? kIdleBit : 0);
   HVDA_RETURN_IF_ERROR(transport_->BitAnd(&bits));
+  all_idle_ = (bits[0] & kIdleBit) != 0;
 
   // Invalidated entries go on every rank, in slot order (NOTE [Identical caches]).
   for (size_t w = 0; w < words; ++w)

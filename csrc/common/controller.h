@@ -40,8 +40,14 @@ class Controller {
   // Runs one negotiation cycle. new_requests are this rank's requests
   // enqueued since the last cycle. On return *out holds the responses to
   // execute now, identical on every rank of the set.
+  // locally_idle: this rank has nothing in flight in any process set; the
+  // ranks' flags are ANDed (cache fast path only) into all_idle().
   Status ComputeResponseList(std::vector<Request> new_requests, bool shutdown_requested,
-                             ResponseList* out);
+                             ResponseList* out, bool locally_idle = false);
+
+  // Whether every rank reported locally_idle in the last cycle; identical on
+  // every rank (NOTE [Cycle pacing] in runtime.cc).
+  bool all_idle() const { return all_idle_; }
 
   int joined_count() const { return joined_count_; }
   size_t pending() const { return pending_.size(); }
@@ -65,6 +71,7 @@ class Controller {
   std::unique_ptr<Coordinator> coordinator_;  // set rank 0 only
   std::vector<Pending> pending_;
   int32_t joined_count_ = 0;
+  bool all_idle_ = false;
   std::chrono::steady_clock::time_point last_slow_path_;
 };
 

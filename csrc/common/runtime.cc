@@ -242,37 +242,49 @@ void Runtime::Wake() {
 // shared-memory control transport, microseconds per cycle) pace eagerly; over
 // Gloo's TCP transport measurements showed eager cycles crowding out the
 // ranks' own threads on small hosts (4 KiB latency 0.4 ms -> 2.6 ms).
+// Conversely, while *every* rank has nothing in flight (the global set's
+// cycle ANDs an idle bit, so all ranks agree), the sleep doubles per idle
+// cycle up to 16x HOROVOD_CYCLE_TIME: idle cycles cost the training threads
+// CPU time, and backing off adds no latency because every rank that submits
+// an op wakes its own background thread at once.
 void Runtime::BackgroundLoop() {
   constexpr auto kEagerWindow = std::chrono::milliseconds(5);
+  constexpr int kMaxIdleDoublings = 4;
   const auto cycle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double, std::milli>(config_.GetFloat("HOROVOD_CYCLE_TIME")));
   auto last = std::chrono::steady_clock::now();
   auto last_progress = last;
   bool eager = false;
+  int idle_cycles = 0;
   while (true) {
     {
       std::unique_lock<std::mutex> lock(wake_mu_);
+      const auto sleep = cycle * (1 << std::min(idle_cycles, kMaxIdleDoublings));
       if (!eager)
-        wake_cv_.wait_until(lock, last + cycle,
+        wake_cv_.wait_until(lock, last + sleep,
                             [&] { return wake_pending_ || shutdown_requested_.load(); });
       wake_pending_ = false;
     }
     last = std::chrono::steady_clock::now();
     if (timeline_.enabled()) timeline_.MarkCycleStart();
-    bool waiting = false, progressed = false;
-    if (!RunCycle(&waiting, &progressed)) return;
+    bool waiting = false, progressed = false, all_idle = false;
+    if (!RunCycle(&waiting, &progressed, &all_idle)) return;
     const auto now = std::chrono::steady_clock::now();
     if (progressed || !waiting) last_progress = now;
     eager = waiting && now - last_progress < kEagerWindow;
+    idle_cycles = all_idle ? idle_cycles + 1 : 0;
   }
 }
 
-bool Runtime::RunCycle(bool* waiting, bool* progressed) {
+bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
   std::vector<ProcessSetState*> sets;
+  bool locally_idle = true;  // nothing in flight in any set of this rank
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
-    for (auto& kv : sets_)
+    for (auto& kv : sets_) {
+      locally_idle &= kv.second->queue.InFlight() == 0;
       if (kv.second->member()) sets.push_back(kv.second.get());
+    }
   }
   bool stop = false;
   for (ProcessSetState* ps : sets) {
@@ -281,8 +293,9 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed) {
     ps->queue.PopNewRequests(&reqs);
     ResponseList list;
     const bool is_global = ps->id == 0;
-    Status st = ps->controller->ComputeResponseList(std::move(reqs),
-                                                    is_global && shutdown_requested_, &list);
+    Status st = ps->controller->ComputeResponseList(
+        std::move(reqs), is_global && shutdown_requested_, &list, is_global && locally_idle);
+    if (is_global) *all_idle = ps->controller->all_idle();
     if (!st.ok()) {
       FailEverything(st);
       return false;

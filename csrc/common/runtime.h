@@ -92,8 +92,9 @@ class Runtime {
   void BackgroundLoop();
   // One negotiation + execution cycle over every process set this rank is
   // in. Returns false when the loop must end. *waiting: some request of this
-  // rank is still unanswered; *progressed: some response was executed.
-  bool RunCycle(bool* waiting, bool* progressed);
+  // rank is still unanswered; *progressed: some response was executed;
+  // *all_idle: no rank had anything in flight (NOTE [Cycle pacing]).
+  bool RunCycle(bool* waiting, bool* progressed, bool* all_idle);
   void HandleProcessSetResponse(const Response& r, ProcessSetState* global);
   void FailEverything(const Status& st);
   void Wake();

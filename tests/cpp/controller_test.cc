@@ -239,6 +239,27 @@ TEST_P(ControllerTest, StallShutdownNamesMissingRanks) {
   EXPECT_NE(errors[0].find("ranks [1"), std::string::npos) << errors[0];
 }
 
+// The idle bit is ANDed: all_idle() only when every rank reported idle, and
+// then identically everywhere.
+TEST_P(ControllerTest, AllIdleOnlyWhenEveryRankIsIdle) {
+  const int size = world();
+  const std::string kind = transport();
+  RunRanks(size, [&](int rank, int n, Store* store) {
+    Rank me;
+    MakeRank(kind, rank, n, store, ControllerOptions(), &me);
+    ResponseList l;
+    ASSERT_TRUE(me.controller->ComputeResponseList({}, false, &l, /*locally_idle=*/true).ok());
+    EXPECT_TRUE(me.controller->all_idle());
+    ASSERT_TRUE(me.controller->ComputeResponseList({}, false, &l, /*locally_idle=*/rank != n - 1).ok());
+    EXPECT_EQ(me.controller->all_idle(), false) << "rank " << rank;
+    // A rank with a pending request is never idle, whatever it reports.
+    std::vector<Request> first;
+    if (rank == 0) first.push_back(Req(rank, "only_rank0", {2}));
+    ASSERT_TRUE(me.controller->ComputeResponseList(first, false, &l, true).ok());
+    EXPECT_EQ(me.controller->all_idle(), false) << "rank " << rank;
+  });
+}
+
 // A request list far longer than one frame of BackendControllerTransport.
 TEST_P(ControllerTest, LongRequestListsCrossEveryTransport) {
   const int size = world();
