@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 
 #include "common/store/memory_store.h"
@@ -27,10 +28,21 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
+// Identity of the shared-memory domain this process is in: ranks with equal
+// strings can map each other's POSIX shm segments. Host names alone are not
+// enough (containers on different machines are often all "localhost"), so the
+// kernel's boot id and the mount namespace (which decides what /dev/shm is)
+// are part of it.
 std::string ThisHost() {
   char buf[256] = {0};
   gethostname(buf, sizeof(buf) - 1);
-  return buf;
+  std::string id = buf;
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  if (boot >> boot_id) id += "/" + boot_id;
+  char ns[128] = {0};
+  if (readlink("/proc/self/ns/mnt", ns, sizeof(ns) - 1) > 0) id += "/" + std::string(ns);
+  return id;
 }
 
 }  // namespace

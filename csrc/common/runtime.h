@@ -29,7 +29,7 @@ namespace hvda {
 
 struct Topology {
   int rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
-  std::vector<std::string> hosts;  // real host name of every global rank
+  std::vector<std::string> hosts;  // shared-memory domain of every global rank (ThisHost)
 };
 
 // One operation to enqueue (the binding fills it from Python arguments).

@@ -45,6 +45,43 @@ def test_reduce_ops_without_response_cache_or_fusion():
     assert_all_ranks_ok(r, 2)
 
 
+def run_launcher(argv, timeout=HARD_TIMEOUT, **extra_env):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.pop("HOROVOD_CPU_OPERATIONS", None)
+    env.update({k: str(v) for k, v in extra_env.items()})
+    cmd = [sys.executable, "-m", "horovod_accel.runner.launch", *map(str, argv)]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_shm_is_chosen_when_all_ranks_share_a_host():
+    r = run_launcher(["-np", 2, sys.executable, SCRIPTS / "backend_report.py"])
+    assert_all_ranks_ok(r, 2)
+    assert "BACKENDS rank 0: shm,gloo" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("script", ["reduce_ops", "gather_ops"])
+def test_ops_over_gloo_only(script):
+    # HOROVOD_CPU_OPERATIONS=gloo: data and negotiation go over Gloo's TCP
+    # transport, the path used when a process set spans several hosts.
+    r = run_launcher(["-np", 3, sys.executable, SCRIPTS / f"{script}.py"],
+                     HOROVOD_CPU_OPERATIONS="gloo")
+    assert_all_ranks_ok(r, 3)
+    r = run_launcher(["-np", 2, sys.executable, SCRIPTS / "backend_report.py"],
+                     HOROVOD_CPU_OPERATIONS="gloo")
+    assert_all_ranks_ok(r, 2)
+    assert "BACKENDS rank 0: gloo" in r.stdout, r.stdout
+
+
+def test_host_list_naming_this_machine_twice_still_uses_shared_memory():
+    # 127.0.0.2 is this machine under another name: its rank still shares
+    # /dev/shm with the others, so the shm backend serves the whole job.
+    r = run_launcher(["-np", 3, "-H", "localhost:2,127.0.0.2:1", sys.executable,
+                      SCRIPTS / "backend_report.py"])
+    assert_all_ranks_ok(r, 3)
+    assert "BACKENDS rank 0: shm,gloo" in r.stdout, r.stdout
+
+
 def test_example_training_script():
     r = run_job(2, REPO / "examples" / "pytorch" / "pytorch_synthetic_mlp.py", "--epochs", "2")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -75,7 +75,9 @@ struct CommunicatorSpec {
   int rank = 0;              // rank within the communicator
   int size = 1;
   std::vector<int> global_ranks;    // global rank of each communicator rank
-  std::vector<std::string> hosts;   // host name of each communicator rank
+  // Shared-memory domain of each communicator rank (host name + boot id +
+  // mount namespace): equal strings mean the ranks share /dev/shm.
+  std::vector<std::string> hosts;
   double timeout_seconds = 30.0;
   // The runtime's settings, for backend-specific options (e.g.
   // HOROVOD_SHM_SEGMENT_BYTES). Borrowed; valid during Create only; may be

@@ -33,7 +33,7 @@ namespace cpu {
 
 class ShmBackend : public CollectiveBackend {
  public:
-  // Upstream's HOROVOD_SHM_SEGMENT_BYTES default.
+  // Default of HOROVOD_SHM_SEGMENT_BYTES (a horovod_accel setting).
   static constexpr int64_t kDefaultSegmentBytes = 4 << 20;
 
   // Collective over spec's ranks, which must all be on this host: creates
