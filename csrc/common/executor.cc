@@ -2,6 +2,8 @@
 
 #include <numeric>
 
+#include "common/adasum.h"
+
 namespace hvda {
 namespace {
 
@@ -98,7 +100,9 @@ Status Executor::Execute(const Response& r, TensorQueue* queue) {
   switch (r.type) {
     case ResponseType::kAllreduce:
     case ResponseType::kAdasum:
-      st = Allreduce(r, entries, have);
+      st = r.reduce_op == ReduceOp::kAdasum || r.type == ResponseType::kAdasum
+               ? Adasum(r, entries, have)
+               : Allreduce(r, entries, have);
       break;
     case ResponseType::kBarrier:
       // Negotiation already proved every rank arrived.
@@ -127,58 +131,112 @@ Status Executor::Execute(const Response& r, TensorQueue* queue) {
   return st.code() == StatusCode::kInvalidArgument ? Status::OK() : st;
 }
 
+Status Executor::Pack(const Response& r, std::vector<TensorEntry>& entries,
+                      const std::vector<bool>& have, void** buf, bool* direct) {
+  const size_t esize = DataTypeSize(r.dtype);
+  int64_t count = 0;
+  for (size_t i = 0; i < r.shapes.size(); ++i) count += r.TensorElements(i);
+  *direct = entries.size() == 1 && have[0];
+  if (*direct) {
+    *buf = entries[0].output;
+    if (entries[0].input != entries[0].output && count > 0)
+      HVDA_RETURN_IF_ERROR(device_->memory().Copy(*buf, entries[0].input, count * esize));
+    return Status::OK();
+  }
+  HVDA_RETURN_IF_ERROR(EnsureFusionBuffer(count * esize));
+  *buf = fusion_;
+  Begin(r, "MEMCPY_IN_FUSION_BUFFER");
+  std::vector<CopyDesc> copies;
+  size_t off = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    size_t bytes = r.TensorElements(i) * esize;
+    char* dst = static_cast<char*>(fusion_) + off;
+    if (have[i]) {
+      copies.push_back(CopyDesc{dst, entries[i].input, bytes});
+    } else {
+      HVDA_RETURN_IF_ERROR(device_->memory().Memset(dst, 0, bytes));  // joined rank: zeros
+    }
+    off += bytes;
+  }
+  HVDA_RETURN_IF_ERROR(device_->execution().BatchedCopy(copies));
+  End(r);
+  return Status::OK();
+}
+
+Status Executor::Unpack(const Response& r, std::vector<TensorEntry>& entries,
+                        const std::vector<bool>& have) {
+  const size_t esize = DataTypeSize(r.dtype);
+  Begin(r, "MEMCPY_OUT_FUSION_BUFFER");
+  std::vector<CopyDesc> copies;
+  size_t off = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    size_t bytes = r.TensorElements(i) * esize;
+    if (have[i]) copies.push_back(CopyDesc{entries[i].output, static_cast<char*>(fusion_) + off, bytes});
+    off += bytes;
+  }
+  Status st = device_->execution().BatchedCopy(copies);
+  End(r);
+  return st;
+}
+
 Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
                            std::vector<bool>& have) {
   CollectiveBackend* backend = Pick(CollectiveKind::kAllreduce, r.dtype, r.reduce_op);
   if (backend == nullptr) return NoBackend(CollectiveKind::kAllreduce, r);
-  const size_t esize = DataTypeSize(r.dtype);
   int64_t count = 0;
   for (size_t i = 0; i < r.shapes.size(); ++i) count += r.TensorElements(i);
   const double post = r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / backend->size() : 1.0);
 
   void* buf;
-  const bool direct = entries.size() == 1 && have[0];
-  if (direct) {
-    buf = entries[0].output;
-    if (entries[0].input != entries[0].output && count > 0)
-      HVDA_RETURN_IF_ERROR(device_->memory().Copy(buf, entries[0].input, count * esize));
-  } else {
-    HVDA_RETURN_IF_ERROR(EnsureFusionBuffer(count * esize));
-    buf = fusion_;
-    Begin(r, "MEMCPY_IN_FUSION_BUFFER");
-    std::vector<CopyDesc> copies;
-    size_t off = 0;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      size_t bytes = r.TensorElements(i) * esize;
-      char* dst = static_cast<char*>(fusion_) + off;
-      if (have[i]) {
-        copies.push_back(CopyDesc{dst, entries[i].input, bytes});
-      } else {
-        HVDA_RETURN_IF_ERROR(device_->memory().Memset(dst, 0, bytes));  // joined rank: zeros
-      }
-      off += bytes;
-    }
-    HVDA_RETURN_IF_ERROR(device_->execution().BatchedCopy(copies));
-    End(r);
-  }
+  bool direct;
+  HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
   if (r.prescale != 1.0) HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale));
   Begin(r, backend->name() == std::string("shm") ? "SHM_ALLREDUCE" : "GLOO_ALLREDUCE");
   Status st = backend->Allreduce(buf, count, r.dtype, WireOp(r.reduce_op));
   End(r);
   HVDA_RETURN_IF_ERROR(st);
   if (post != 1.0) HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, post));
-  if (!direct) {
-    Begin(r, "MEMCPY_OUT_FUSION_BUFFER");
-    std::vector<CopyDesc> copies;
-    size_t off = 0;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      size_t bytes = r.TensorElements(i) * esize;
-      if (have[i]) copies.push_back(CopyDesc{entries[i].output, static_cast<char*>(fusion_) + off, bytes});
-      off += bytes;
-    }
-    HVDA_RETURN_IF_ERROR(device_->execution().BatchedCopy(copies));
-    End(r);
-  }
+  if (!direct) HVDA_RETURN_IF_ERROR(Unpack(r, entries, have));
+  return Status::OK();
+}
+
+// NOTE [Adasum on CPU]: every rank allgathers the (fused, prescaled) buffers
+// of all ranks and runs the same deterministic tree (adasum.h) on them, so
+// the results are bit-identical everywhere without a second collective. It
+// moves n times the data of a ring allreduce; fine for host memory and the
+// modest rank counts of one or a few hosts.
+Status Executor::Adasum(const Response& r, std::vector<TensorEntry>& entries,
+                        std::vector<bool>& have) {
+  if (!AdasumSupportsDtype(r.dtype))
+    return Status::InvalidArgument(std::string("Adasum of tensor '") + r.names[0] +
+                                   "' needs a float16, bfloat16, float32 or float64 tensor, got " +
+                                   DataTypeName(r.dtype) + ".");
+  if (r.device >= 0)
+    return Status::InvalidArgument("Adasum of tensor '" + r.names[0] +
+                                   "' runs on CPU tensors only; move the tensor to the CPU.");
+  CollectiveBackend* backend = Pick(CollectiveKind::kAllgather, r.dtype, ReduceOp::kSum);
+  if (backend == nullptr) return NoBackend(CollectiveKind::kAllgather, r);
+  std::vector<int64_t> counts(r.shapes.size());
+  for (size_t i = 0; i < counts.size(); ++i) counts[i] = r.TensorElements(i);
+  const int64_t count = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  const int64_t bytes = count * static_cast<int64_t>(DataTypeSize(r.dtype));
+  const int n = backend->size();
+
+  void* buf;
+  bool direct;
+  HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
+  if (r.prescale != 1.0) HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale));
+  HostBuffer gathered(static_cast<size_t>(bytes) * n);
+  Begin(r, backend->name() == std::string("shm") ? "SHM_ADASUM_ALLGATHER" : "GLOO_ADASUM_ALLGATHER");
+  Status st = backend->Allgatherv(buf, gathered.data(), std::vector<int64_t>(n, bytes));
+  End(r);
+  HVDA_RETURN_IF_ERROR(st);
+  Begin(r, "ADASUM_COMBINE");
+  st = AdasumReduce(gathered.data(), n, counts, r.dtype, buf);
+  End(r);
+  HVDA_RETURN_IF_ERROR(st);
+  if (r.postscale != 1.0) HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.postscale));
+  if (!direct) HVDA_RETURN_IF_ERROR(Unpack(r, entries, have));
   return Status::OK();
 }
 

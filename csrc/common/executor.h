@@ -36,7 +36,17 @@ class Executor {
   CollectiveBackend* Pick(CollectiveKind kind, DataType dtype, ReduceOp op) const;
   Status NoBackend(CollectiveKind kind, const Response& r) const;
   Status EnsureFusionBuffer(size_t bytes);
+  // Fused-buffer helpers for allreduce and Adasum. Pack points *buf at the
+  // single entry's output (direct: input copied there) or at the fusion
+  // buffer holding every entry's input (zeros for entries this rank lacks);
+  // Unpack copies the fusion buffer back to the outputs this rank has.
+  Status Pack(const Response& r, std::vector<TensorEntry>& entries, const std::vector<bool>& have,
+              void** buf, bool* direct);
+  Status Unpack(const Response& r, std::vector<TensorEntry>& entries,
+                const std::vector<bool>& have);
   Status Allreduce(const Response& r, std::vector<TensorEntry>& entries, std::vector<bool>& have);
+  // Adasum (reduce_op kAdasum): allgather + local tree; NOTE [Adasum on CPU].
+  Status Adasum(const Response& r, std::vector<TensorEntry>& entries, std::vector<bool>& have);
   Status Allgather(const Response& r, TensorEntry& e);
   Status Broadcast(const Response& r, TensorEntry& e);
   Status Alltoall(const Response& r, TensorEntry& e);

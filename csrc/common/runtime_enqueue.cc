@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "common/adasum.h"
 #include "common/runtime.h"
 
 namespace hvda {
@@ -11,6 +12,25 @@ std::shared_ptr<Work> FailedWork(const Status& st) {
   auto w = std::make_shared<Work>();
   w->Complete(st);
   return w;
+}
+
+// Adasum (csrc/common/adasum.h): allreduce only, floating point only, on the
+// global process set only (upstream's limits); any number of ranks.
+Status ValidateAdasum(const EnqueueArgs& a, int process_set_id) {
+  const std::string& n = a.name;
+  if (a.type != RequestType::kAllreduce)
+    return Status::InvalidArgument(std::string(RequestTypeOpName(a.type)) + " of '" + n +
+                                   "' does not support op=Adasum; use allreduce, or "
+                                   "op=hvd.Average / hvd.Sum.");
+  if (!AdasumSupportsDtype(a.dtype))
+    return Status::InvalidArgument("Adasum of tensor '" + n + "' needs a floating-point tensor "
+                                   "(float16, bfloat16, float32 or float64), got " +
+                                   DataTypeName(a.dtype) + "; convert it or use op=hvd.Sum.");
+  if (process_set_id != 0)
+    return Status::InvalidArgument("Adasum of tensor '" + n + "' is only supported on the global "
+                                   "process set, not process set " +
+                                   std::to_string(process_set_id) + ".");
+  return Status::OK();
 }
 
 }  // namespace
@@ -31,10 +51,7 @@ Status Runtime::ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, Tens
     int op = static_cast<int>(a.op);
     if (op < 0 || op > static_cast<int>(ReduceOp::kProduct))
       return Status::InvalidArgument("unknown reduction op " + std::to_string(op) + " for '" + n + "'");
-    if (a.op == ReduceOp::kAdasum)
-      return Status::InvalidArgument(
-          "Adasum is not supported by horovod_accel's CPU backends yet (tensor '" + n +
-          "'); use op=hvd.Average or hvd.Sum.");
+    if (a.op == ReduceOp::kAdasum) HVDA_RETURN_IF_ERROR(ValidateAdasum(a, ps->id));
     if (a.dtype == DataType::kBool)
       return Status::InvalidArgument("cannot reduce bool tensor '" + n +
                                      "'; convert it to an integer type first.");

@@ -8,6 +8,9 @@ Contracts shared by every op here:
   variants copy the result back into the original tensor.
 - Average is computed by the core (Sum, then x 1/process-set size, after
   postscale); integer results of scaling are truncated.
+- Adasum (docs/design/adasum.md) works on floating-point CPU tensors of the
+  global process set, at any number of ranks; another process set raises
+  NotImplementedError like upstream, an integer tensor ValueError.
 """
 import torch
 
@@ -22,8 +25,14 @@ from horovod_accel.torch.handles import HANDLES, submit, synchronize
 handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(HorovodBasics)
 
 
+def _check_adasum(op, ps_id):
+    if op == HorovodBasics.Adasum and ps_id != 0:
+        raise NotImplementedError("Adasum does not support non-global process sets yet.")
+
+
 def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_factor, process_set):
     ps_id = _t.process_set_id(process_set)
+    _check_adasum(op, ps_id)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
     inp = _t.as_input(tensor)
@@ -100,6 +109,7 @@ def _grouped_allreduce_async(tensors, in_place, name, op, prescale_factor, posts
                              process_set):
     tensors = list(tensors)
     ps_id = _t.process_set_id(process_set)
+    _check_adasum(op, ps_id)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     if not tensors:
         return submit("grouped_allreduce.empty", lambda: [], keep=(), finish=lambda works: [])

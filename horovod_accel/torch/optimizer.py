@@ -18,9 +18,12 @@ bucket of one dense gradient is reduced in place in `p.grad`, without copies.
 Sparse gradients go through `sparse_allreduce_async` (two allgathers) unless
 `sparse_as_dense=True`.
 
+`op=Adasum` with more than one rank dispatches to the delta-based Adasum
+optimizer (optimizer_adasum.py), like upstream; with one rank it is this
+class with an identity reduction.
+
 Differences from upstream (docs/compat.md): `zero_grad(set_to_none=...)` is
-accepted; `op=Adasum` raises NotImplementedError with more than one rank (the
-core has no Adasum); wrapping keeps the optimizer's `defaults` and state.
+accepted; wrapping keeps the optimizer's `defaults` and state.
 
 Threading: hooks run on the thread running backward; nothing here blocks
 except `synchronize()` (and `step()`, which calls it).
@@ -310,8 +313,10 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         names must match across ranks. Default: positional names.
     compression: Compression.none / .fp16 / .bf16 for the wire format.
     backward_passes_per_step: local accumulation passes before reducing.
-    op: Average (default), Sum, Min, Max or Product. Adasum raises
-        NotImplementedError when size() > 1 (the core has no Adasum yet).
+    op: Average (default), Sum, Min, Max, Product or Adasum. Adasum with
+        size() > 1 returns upstream's delta-based Adasum optimizer
+        (optimizer_adasum.py; global process set only, NotImplementedError
+        otherwise; `groups` and `sparse_as_dense` do not apply).
     gradient_predivide_factor: with Average, gradients are scaled by 1/f
         before and f/size after the sum.
     groups: None (automatic buckets), an int (that many groups) or a list of
@@ -329,14 +334,15 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                       "and will be removed in v0.23.0.", DeprecationWarning)
         if groups is None:
             groups = num_groups
-    if op == Adasum and size() > 1:
-        raise NotImplementedError(
-            "DistributedOptimizer(op=hvd.Adasum) needs the core's Adasum reduction, which "
-            "horovod_accel does not implement yet. Use op=hvd.Average (the default) or hvd.Sum.")
-
     if getattr(process_set, "process_set_id", None) is None:
         raise ValueError(f"process_set {process_set} is not registered: pass it to "
                          f"hvd.init(process_sets=[...]) or hvd.add_process_set() first.")
+    if op == Adasum and size() > 1:
+        if process_set.process_set_id != global_process_set.process_set_id:
+            raise NotImplementedError("Adasum does not support non-global process sets yet.")
+        from horovod_accel.torch.optimizer_adasum import make_adasum_optimizer
+        return make_adasum_optimizer(optimizer, named_parameters, compression,
+                                     backward_passes_per_step)
 
     cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
     distributed = cls.__new__(cls)

@@ -7,12 +7,14 @@
 // NOTE [16-bit floats]: float16 and bfloat16 are reduced and scaled in float32;
 // each result is rounded back once, to nearest with ties to even. Where the
 // CPU has F16C (checked at run time, never required at build time), float16
-// conversion uses it; the portable fallback gives bit-identical results.
+// conversion uses it (common/util/half.h); the portable fallback gives
+// bit-identical results.
 #pragma once
 
 #include <cstdint>
 
 #include "common/dtype.h"
+#include "common/util/half.h"  // 16-bit float conversions
 
 namespace hvda {
 namespace cpu {
@@ -39,17 +41,6 @@ void ReduceN(void* dst, const void* const* srcs, int n, int64_t count, DataType 
 // unless factor == 0 (then false).
 void Scale(void* buf, int64_t count, DataType dtype, double factor);
 
-// Scalar conversions (round to nearest even; NaN stays NaN, overflow -> inf).
-float HalfToFloat(uint16_t h);
-uint16_t FloatToHalf(float f);
-float BFloat16ToFloat(uint16_t b);
-uint16_t FloatToBFloat16(float f);
-
-// Bulk conversions; use F16C when the CPU has it. src and dst must not overlap.
-void HalfToFloatN(const uint16_t* src, float* dst, int64_t n);
-void FloatToHalfN(const float* src, uint16_t* dst, int64_t n);
-void BFloat16ToFloatN(const uint16_t* src, float* dst, int64_t n);
-void FloatToBFloat16N(const float* src, uint16_t* dst, int64_t n);
 
 }  // namespace cpu
 }  // namespace hvda

@@ -226,8 +226,6 @@ def argument_errors():
     expect(ValueError, "groups", groups=0)
     expect(ValueError, "only appear once", groups=[[params[0][1]], [params[0][1]]])
     expect(ValueError, "backward_passes_per_step", backward_passes_per_step=0)
-    if hvd.size() > 1:
-        expect(NotImplementedError, "Adasum", op=hvd.Adasum)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), num_groups=1)

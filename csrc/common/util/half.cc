@@ -1,4 +1,4 @@
-// float16 / bfloat16 <-> float32 conversions (declared in reduce_kernels.h).
+// float16 / bfloat16 <-> float32 conversions (declared in half.h).
 //
 // The portable float16 path and the F16C path give bit-identical results:
 // round to nearest even, overflow to infinity, NaN kept quiet with the top
@@ -7,10 +7,9 @@
 
 #include <cstring>
 
-#include "devices/cpu/reduce_kernels.h"
+#include "common/util/half.h"
 
 namespace hvda {
-namespace cpu {
 namespace {
 
 inline uint32_t Bits(float f) {
@@ -119,5 +118,4 @@ void FloatToBFloat16N(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = RoundToBFloat16(Bits(src[i]));
 }
 
-}  // namespace cpu
 }  // namespace hvda
