@@ -9,39 +9,26 @@ Every job runs under a hard subprocess timeout, so a hang fails the test
 instead of the suite.
 """
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from launch_util import horovodrun_script, run
+
 SCRIPTS = Path(__file__).resolve().parent / "semantics_scripts"
 HARD_TIMEOUT = 120
 
 
-def _env(extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOROVOD_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
-
-
 def launch(np_, script, *args, **extra_env):
     """horovodrun -np np_ python semantics_scripts/<script> args..."""
-    cmd = [sys.executable, "-m", "horovod_accel.runner.launch", "-np", str(np_),
-           sys.executable, str(SCRIPTS / script), *map(str, args)]
-    return subprocess.run(cmd, env=_env(extra_env), capture_output=True, text=True,
-                          timeout=HARD_TIMEOUT, cwd=str(REPO))
+    return horovodrun_script(np_, SCRIPTS / script, *args, timeout=HARD_TIMEOUT, **extra_env)
 
 
 def plain(script, *args, **extra_env):
     """python semantics_scripts/<script> without the launcher (a size-1 job)."""
-    cmd = [sys.executable, str(SCRIPTS / script), *map(str, args)]
-    return subprocess.run(cmd, env=_env(extra_env), capture_output=True, text=True,
-                          timeout=HARD_TIMEOUT, cwd=str(REPO))
+    return run([sys.executable, SCRIPTS / script, *args], HARD_TIMEOUT, **extra_env)
 
 
 def _tail(r, n=6000):

@@ -1,29 +1,18 @@
 """Fault tests through the real launcher: a rank dies, vanishes, shuts down
 early or stalls, and the job ends with a clear error within a deadline —
 never a hang. Every job runs under a hard subprocess timeout."""
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from launch_util import horovodrun_script
+
 SCRIPT = Path(__file__).resolve().parent / "fault_scripts" / "faulty_training.py"
 HARD_TIMEOUT = 90
 
 
 def run_job(np_, mode, **extra_env):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.update({k: str(v) for k, v in extra_env.items()})
-    cmd = [sys.executable, "-m", "horovod_accel.runner.launch", "-np", str(np_),
-           sys.executable, str(SCRIPT), mode]
-    t0 = time.monotonic()
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=HARD_TIMEOUT)
-    r.elapsed = time.monotonic() - t0
-    return r
+    return horovodrun_script(np_, SCRIPT, mode, timeout=HARD_TIMEOUT, **extra_env)
 
 
 @pytest.mark.parametrize("np_", [2, 3])

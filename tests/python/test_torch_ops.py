@@ -10,19 +10,14 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from launch_util import REPO, horovodrun, horovodrun_script
+
 SCRIPTS = Path(__file__).resolve().parent / "torch_scripts"
 HARD_TIMEOUT = 120
 
 
-def run_job(np_, script, *args, cwd=None, **extra_env):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.update({k: str(v) for k, v in extra_env.items()})
-    cmd = [sys.executable, "-m", "horovod_accel.runner.launch", "-np", str(np_),
-           sys.executable, str(script), *args]
-    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=HARD_TIMEOUT)
+def run_job(np_, script, *args, **extra_env):
+    return horovodrun_script(np_, script, *args, timeout=HARD_TIMEOUT, **extra_env)
 
 
 def assert_all_ranks_ok(r, np_):
@@ -45,13 +40,8 @@ def test_reduce_ops_without_response_cache_or_fusion():
     assert_all_ranks_ok(r, 2)
 
 
-def run_launcher(argv, timeout=HARD_TIMEOUT, **extra_env):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.pop("HOROVOD_CPU_OPERATIONS", None)
-    env.update({k: str(v) for k, v in extra_env.items()})
-    cmd = [sys.executable, "-m", "horovod_accel.runner.launch", *map(str, argv)]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+def run_launcher(argv, **extra_env):
+    return horovodrun(argv, HARD_TIMEOUT, **extra_env)
 
 
 def test_shm_is_chosen_when_all_ranks_share_a_host():

@@ -8,15 +8,12 @@ two more launches run the upstream-style example script (training, then a
 resume from its checkpoint). Every subprocess has a hard timeout; nothing
 asserts on time.
 """
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from launch_util import REPO, assert_every_rank_passed, check_names, horovodrun_script
+
 CHECKS = REPO / "tests" / "python" / "training_scripts" / "run_checks.py"
 EXAMPLE = REPO / "examples" / "pytorch" / "pytorch_mnist.py"
 TIMEOUT = 180
@@ -24,41 +21,16 @@ TIMEOUT = 180
 pytest.importorskip("torch")
 
 
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.pop("HOROVOD_CPU_OPERATIONS", None)
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return env
-
-
 def horovodrun(np, script, *args):
-    cmd = [sys.executable, "-m", "horovod_accel.runner.launch", "-np", str(np),
-           sys.executable, str(script), *map(str, args)]
-    try:
-        return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=TIMEOUT,
-                              cwd=str(REPO))
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout
-        pytest.fail(f"{script.name} at np={np} did not finish in {TIMEOUT} s; output:\n{out}")
-
-
-def _check_names():
-    """Names of every registered check (functions decorated with @check)."""
-    text = "\n".join(p.read_text() for p in sorted(CHECKS.parent.glob("checks_*.py")))
-    return re.findall(r"@check\ndef (\w+)\(", text)
+    return horovodrun_script(np, script, *args, timeout=TIMEOUT)
 
 
 @pytest.mark.parametrize("np", [2, 3])
 def test_training_checks(np):
     r = horovodrun(np, CHECKS)
-    assert r.returncode == 0, f"rc={r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
-    names = _check_names()
+    names = check_names(*sorted(CHECKS.parent.glob("checks_*.py")))
     assert len(names) >= 15, names
-    for rank in range(np):
-        passed = set(re.findall(rf"^\[{rank}\]<stdout>:PASS (\w+)$", r.stdout, re.M))
-        missing = [n for n in names if n not in passed]
-        assert not missing, f"rank {rank} did not report {missing}:\n{r.stdout}\n{r.stderr}"
+    assert_every_rank_passed(r, np, names)
 
 
 def _accuracy(stdout):
