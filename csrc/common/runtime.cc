@@ -11,6 +11,7 @@
 #include "common/transport/gloo_context.h"
 #include "common/transport/backend_controller_transport.h"
 #include "common/transport/gloo_controller_transport.h"
+#include "common/util/thread_affinity.h"
 #include "devices/cpu/register.h"
 
 namespace hvda {
@@ -81,6 +82,10 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
     return Status::InvalidArgument("HOROVOD_RANK=" + std::to_string(topo_.rank) +
                                    " and HOROVOD_SIZE=" + std::to_string(topo_.size) +
                                    " are inconsistent; start the job with horovodrun.");
+  // Checked before contacting any peer, so a bad value fails fast everywhere.
+  int affinity_core = -1;
+  HVDA_RETURN_IF_ERROR(AffinityCoreFor(config_.GetString("HOROVOD_THREAD_AFFINITY"),
+                                       topo_.local_rank, &affinity_core));
   dynamic_sets_ = dynamic || config_.GetBool("HOROVOD_DYNAMIC_PROCESS_SETS");
   const std::string controller = SplitList(config_.GetString("HOROVOD_CONTROLLER")).empty()
                                      ? "gloo"
@@ -131,6 +136,12 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
       return Status::InvalidArgument(err + " (HOROVOD_TIMELINE)");
   }
 
+  if (config_.GetBool("HOROVOD_AUTOTUNE") && topo_.rank == 0)
+    log_.Log(LogLevel::kWarning,
+             "HOROVOD_AUTOTUNE is set, but horovod_accel does not autotune yet: the fusion "
+             "threshold and cycle time stay as configured (HOROVOD_FUSION_THRESHOLD, "
+             "HOROVOD_CYCLE_TIME).");
+
   std::vector<int> all(topo_.size);
   for (int r = 0; r < topo_.size; ++r) all[r] = r;
   std::map<int, std::unique_ptr<ProcessSetState>> sets;
@@ -161,6 +172,10 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   shutdown_requested_ = false;
   initialized_ = true;
   thread_ = std::thread([this] { BackgroundLoop(); });
+  if (affinity_core >= 0) {
+    Status pinned = PinThread(thread_, affinity_core);
+    if (!pinned.ok()) log_.Log(LogLevel::kWarning, pinned.reason());
+  }
   return Status::OK();
 }
 

@@ -9,6 +9,7 @@ Every job runs under a hard subprocess timeout, so a hang fails the test
 instead of the suite.
 """
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -192,3 +193,19 @@ def test_stall_warning_names_missing_ranks():
     assert _missing_ranks(r.stderr, "allreduce.ps_stalled_tensor") == {2}, r.stderr
     # A tensor that is in the response cache is reported as well.
     assert _missing_ranks(r.stderr, "allreduce.cached_stalled_tensor") == {1, 2}, r.stderr
+
+
+# ---------------------------------------------------------------- settings
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores")
+def test_thread_affinity_pins_background_thread():
+    cores = sorted(os.sched_getaffinity(0))[:2]
+    r = launch(2, "affinity.py", HOROVOD_THREAD_AFFINITY=f"{cores[1]},{cores[0]}")
+    assert_ok(r, "affinity", 2)
+
+
+def test_bad_thread_affinity_is_a_clear_error():
+    r = launch(2, "affinity.py", HOROVOD_THREAD_AFFINITY="zero")
+    assert r.returncode != 0
+    assert "HOROVOD_THREAD_AFFINITY='zero'" in r.stderr and "not a core number" in r.stderr, r.stderr

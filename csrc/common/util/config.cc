@@ -37,6 +37,10 @@ const std::vector<ConfigOption>& ConfigOptions() {
       {"HOROVOD_LOG_HIDE_TIME", ConfigType::kBool, "0", "omit timestamps in log lines"},
       {"HOROVOD_SHM_SEGMENT_BYTES", ConfigType::kInt, "4194304",
        "bytes of shared memory per rank used by the shm backend"},
+      {"HOROVOD_THREAD_AFFINITY", ConfigType::kString, "",
+       "comma-separated cores; local rank i pins its background thread to entry i"},
+      {"HOROVOD_AUTOTUNE", ConfigType::kBool, "0",
+       "autotuning (not implemented: a warning, fusion threshold and cycle time stay as set)"},
   };
   return kOptions;
 }
