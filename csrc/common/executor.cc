@@ -207,13 +207,12 @@ Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
 // modest rank counts of one or a few hosts.
 Status Executor::Adasum(const Response& r, std::vector<TensorEntry>& entries,
                         std::vector<bool>& have) {
+  // Enqueue validated dtype, device and process set (ValidateAdasum); the
+  // dtype is re-checked because the tree below is only defined for floats.
   if (!AdasumSupportsDtype(r.dtype))
     return Status::InvalidArgument(std::string("Adasum of tensor '") + r.names[0] +
                                    "' needs a float16, bfloat16, float32 or float64 tensor, got " +
                                    DataTypeName(r.dtype) + ".");
-  if (r.device >= 0)
-    return Status::InvalidArgument("Adasum of tensor '" + r.names[0] +
-                                   "' runs on CPU tensors only; move the tensor to the CPU.");
   CollectiveBackend* backend = Pick(CollectiveKind::kAllgather, r.dtype, ReduceOp::kSum);
   if (backend == nullptr) return NoBackend(CollectiveKind::kAllgather, r);
   std::vector<int64_t> counts(r.shapes.size());

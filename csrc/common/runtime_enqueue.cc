@@ -15,7 +15,8 @@ std::shared_ptr<Work> FailedWork(const Status& st) {
 }
 
 // Adasum (csrc/common/adasum.h): allreduce only, floating point only, on the
-// global process set only (upstream's limits); any number of ranks.
+// global process set only (upstream's limits), host tensors only (the tree
+// runs on host memory, NOTE [Adasum on CPU]); any number of ranks.
 Status ValidateAdasum(const EnqueueArgs& a, int process_set_id) {
   const std::string& n = a.name;
   if (a.type != RequestType::kAllreduce)
@@ -26,6 +27,9 @@ Status ValidateAdasum(const EnqueueArgs& a, int process_set_id) {
     return Status::InvalidArgument("Adasum of tensor '" + n + "' needs a floating-point tensor "
                                    "(float16, bfloat16, float32 or float64), got " +
                                    DataTypeName(a.dtype) + "; convert it or use op=hvd.Sum.");
+  if (a.device >= 0)
+    return Status::InvalidArgument("Adasum of tensor '" + n + "' runs on CPU tensors only; move "
+                                   "the tensor to the CPU or use op=hvd.Average.");
   if (process_set_id != 0)
     return Status::InvalidArgument("Adasum of tensor '" + n + "' is only supported on the global "
                                    "process set, not process set " +

@@ -36,9 +36,6 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     rt = DEFAULT_RUNTIME.initialized_runtime()
     inp = _t.as_input(tensor)
     dtype, device = _t.dtype_code(inp), _t.device_id(inp)
-    if inp.dim() == 0:
-        raise ValueError("alltoall needs a tensor with at least one dimension (rows are sent "
-                         "along dim 0); got a scalar. Use tensor.reshape(1) or allgather.")
     send_splits = _t.splits_list(splits)
     splits_dtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
     core_name = HANDLES.tensor_name("alltoall", name, ps_id)
@@ -85,9 +82,9 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 # ---------------------------------------------------------------- reducescatter
 
 
-def _check_reducescatter(tensor, op):
-    if op == HorovodBasics.Adasum:
-        raise ValueError("reducescatter does not support op=Adasum; use Average or Sum.")
+def _check_reducescatter(tensor):
+    # Checked here, not only by the core, because the output is sized from
+    # dim 0 before enqueue. (The core rejects op=Adasum at enqueue.)
     if isinstance(tensor, torch.Tensor) and tensor.dim() == 0:
         raise ValueError("reducescatter needs a tensor with at least one dimension (the result "
                          "is split along dim 0); got a scalar. Use allreduce for scalars.")
@@ -112,7 +109,7 @@ def reducescatter_async(tensor, name=None, op=HorovodBasics.Average, process_set
     rows (see module doc). op: Average (default), Sum, Min, Max or Product;
     Adasum and scalar tensors raise ValueError. Returns a handle;
     synchronize(handle) returns the new tensor."""
-    _check_reducescatter(tensor, op)
+    _check_reducescatter(tensor)
     ps_id = _t.process_set_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     inp = _t.as_input(tensor)
@@ -166,7 +163,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=HorovodBas
     """Blocking reducescatter returning a new tensor (see
     reducescatter_async). `compression` compresses before and decompresses
     after the collective. Differentiable for op Sum and Average."""
-    _check_reducescatter(tensor, op)
+    _check_reducescatter(tensor)
     compressed, ctx = compression.compress(tensor)
     reduced = HorovodReducescatter.apply(compressed, name, op, process_set, prescale_factor,
                                          postscale_factor)
@@ -184,7 +181,7 @@ def grouped_reducescatter_async(tensors, name=None, op=HorovodBasics.Average,
     the list of new tensors."""
     tensors = list(tensors)
     for t in tensors:
-        _check_reducescatter(t, op)
+        _check_reducescatter(t)
     ps_id = _t.process_set_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     if not tensors:
@@ -227,7 +224,7 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none,
     Differentiable for op Sum and Average."""
     tensors = list(tensors)
     for t in tensors:
-        _check_reducescatter(t, op)
+        _check_reducescatter(t)
     if not tensors:
         return []
     compressed, ctxs = zip(*[compression.compress(t) for t in tensors])

@@ -57,7 +57,31 @@ _ERR_ZERO_GRAD_IN_FLIGHT = (
     "optimizer.synchronize(). This is prohibited as it can cause a race condition.")
 
 
-class _DistributedOptimizer:
+class _WrappedOptimizer:
+    """Marker base of the mixins DistributedOptimizer puts in front of a
+    torch optimizer's class (this module's and optimizer_adasum.py's)."""
+
+
+def _check_passes(passes):
+    """ValueError unless backward_passes_per_step is a positive integer."""
+    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
+        raise ValueError(f"backward_passes_per_step must be a positive integer, got {passes!r}")
+
+
+def _wrap(optimizer, mixin):
+    """An instance of a dynamic subclass (mixin, type(optimizer)) -- so
+    isinstance(result, type(optimizer)) holds -- sharing optimizer's
+    param_groups, defaults, state and hooks (upstream re-ran __init__, which
+    lost `defaults` and any loaded state). An instance-level `step` (an LR
+    scheduler wraps the bound method of the optimizer it was given) would
+    bypass the mixin's step, so it is not copied. The caller runs _hvd_setup."""
+    cls = type(optimizer.__class__.__name__, (mixin, optimizer.__class__), {})
+    wrapped = cls.__new__(cls)
+    wrapped.__dict__.update({k: v for k, v in optimizer.__dict__.items() if k != "step"})
+    return wrapped
+
+
+class _DistributedOptimizer(_WrappedOptimizer):
     """Mixin placed in front of the wrapped optimizer's class; see the module
     docstring. Attributes of its own are prefixed `_hvd_` (upstream's public
     ones keep their names: backward_passes_per_step, op, process_set, ...)."""
@@ -102,8 +126,7 @@ class _DistributedOptimizer:
     def set_backward_passes_per_step(self, passes):
         """Reduce gradients every `passes` backward passes (accumulating
         locally in between); restarts the count for every parameter."""
-        if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
-            raise ValueError(f"backward_passes_per_step must be a positive integer, got {passes!r}")
+        _check_passes(passes)
         self.backward_passes_per_step = passes
         self._hvd_full_delay = dict.fromkeys(self._hvd_bucket_of, passes)
         self._hvd_delay = dict(self._hvd_full_delay)
@@ -324,7 +347,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         `num_groups` is the deprecated alias.
     sparse_as_dense: reduce sparse gradients densely instead of by allgather.
     """
-    if isinstance(optimizer, _DistributedOptimizer):
+    if isinstance(optimizer, _WrappedOptimizer):
         raise ValueError("optimizer is already a DistributedOptimizer; wrap the plain torch "
                          "optimizer once.")
     if gradient_predivide_factor != 1.0 and op != Average:
@@ -340,17 +363,13 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if op == Adasum and size() > 1:
         if process_set.process_set_id != global_process_set.process_set_id:
             raise NotImplementedError("Adasum does not support non-global process sets yet.")
-        from horovod_accel.torch.optimizer_adasum import make_adasum_optimizer
-        return make_adasum_optimizer(optimizer, named_parameters, compression,
-                                     backward_passes_per_step)
+        # Imported here: optimizer_adasum builds on this module.
+        from horovod_accel.torch.optimizer_adasum import _DistributedAdasumOptimizer
+        distributed = _wrap(optimizer, _DistributedAdasumOptimizer)
+        distributed._hvd_setup(named_parameters, compression, backward_passes_per_step)
+        return distributed
 
-    cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
-    distributed = cls.__new__(cls)
-    # Share param_groups, defaults, state and hooks with the wrapped optimizer
-    # (upstream re-ran __init__, which lost `defaults` and any loaded state).
-    # An instance-level `step` (an LR scheduler wraps the bound method of the
-    # optimizer it was given) would bypass synchronize(), so it is not copied.
-    distributed.__dict__.update({k: v for k, v in optimizer.__dict__.items() if k != "step"})
+    distributed = _wrap(optimizer, _DistributedOptimizer)
     distributed._hvd_setup(named_parameters, compression, backward_passes_per_step, op,
                            gradient_predivide_factor, groups, sparse_as_dense, process_set)
     return distributed

@@ -33,12 +33,13 @@ import torch
 
 from horovod_accel.torch.mpi_ops import Adasum, allreduce_async_, global_process_set, synchronize
 from horovod_accel.torch.optimizer import (_ERR_TOO_MANY_PASSES, _ERR_ZERO_GRAD_IN_FLIGHT,
-                                           _parameter_names, _register_hooks)
+                                           _WrappedOptimizer, _check_passes, _parameter_names,
+                                           _register_hooks)
 
 _ERR_SKIP_SYNCHRONIZE = "Skipping synchronization is not supported when using Adasum optimizer."
 
 
-class _DistributedAdasumOptimizer:
+class _DistributedAdasumOptimizer(_WrappedOptimizer):
     """Mixin placed in front of the wrapped optimizer's class; see the module
     docstring. Attributes of its own are prefixed `_hvd_`."""
 
@@ -59,8 +60,7 @@ class _DistributedAdasumOptimizer:
     def set_backward_passes_per_step(self, passes):
         """Combine updates every `passes` backward passes (gradients
         accumulate locally in between); restarts the count."""
-        if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
-            raise ValueError(f"backward_passes_per_step must be a positive integer, got {passes!r}")
+        _check_passes(passes)
         self.backward_passes_per_step = passes
         self._hvd_delay = dict.fromkeys(self._hvd_params, passes)
 
@@ -142,17 +142,3 @@ class _DistributedAdasumOptimizer:
         finally:
             for group, params in zip(self.param_groups, stashed):
                 group["params"] = params
-
-
-def make_adasum_optimizer(optimizer, named_parameters, compression, backward_passes_per_step):
-    """An instance of a dynamic subclass of type(optimizer) with the Adasum
-    mixin in front, sharing optimizer's param_groups, defaults and state (as
-    DistributedOptimizer does for the other ops)."""
-    if isinstance(optimizer, _DistributedAdasumOptimizer):
-        raise ValueError("optimizer is already a DistributedOptimizer; wrap the plain torch "
-                         "optimizer once.")
-    cls = type(optimizer.__class__.__name__, (_DistributedAdasumOptimizer, optimizer.__class__), {})
-    distributed = cls.__new__(cls)
-    distributed.__dict__.update({k: v for k, v in optimizer.__dict__.items() if k != "step"})
-    distributed._hvd_setup(named_parameters, compression, backward_passes_per_step)
-    return distributed

@@ -88,12 +88,14 @@ Status BackendControllerTransport::Broadcast(std::string* bytes) {
 Status BackendControllerTransport::BitAnd(std::vector<uint64_t>* bits) {
   const int n = size();
   if (n == 1 || bits->empty()) return Status::OK();
+  // Runs every cycle: the scratch vectors are reused, not reallocated.
   const int64_t bytes = static_cast<int64_t>(bits->size() * sizeof(uint64_t));
-  std::vector<uint64_t> all(bits->size() * n);
-  HVDA_RETURN_IF_ERROR(Annotate(
-      backend_->Allgatherv(bits->data(), all.data(), std::vector<int64_t>(n, bytes)), "bit vector"));
+  bits_all_.resize(bits->size() * n);
+  bits_sizes_.assign(n, bytes);
+  HVDA_RETURN_IF_ERROR(
+      Annotate(backend_->Allgatherv(bits->data(), bits_all_.data(), bits_sizes_), "bit vector"));
   for (int r = 0; r < n; ++r)
-    for (size_t i = 0; i < bits->size(); ++i) (*bits)[i] &= all[r * bits->size() + i];
+    for (size_t i = 0; i < bits->size(); ++i) (*bits)[i] &= bits_all_[r * bits->size() + i];
   return Status::OK();
 }
 

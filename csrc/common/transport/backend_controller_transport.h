@@ -7,6 +7,7 @@
 // both in the same order on every rank (negotiate, then execute).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "common/hal/collective_backend.h"
@@ -32,7 +33,9 @@ class BackendControllerTransport : public ControllerTransport {
   Status AllgatherMessages(const std::string& mine, std::vector<std::string>* all);
 
   CollectiveBackend* backend_;
-  std::vector<char> frames_;  // scratch: size() frames
+  std::vector<char> frames_;          // scratch: size() frames
+  std::vector<uint64_t> bits_all_;    // scratch of BitAnd: every rank's vector
+  std::vector<int64_t> bits_sizes_;   // scratch of BitAnd: bytes per rank
 };
 
 }  // namespace hvda

@@ -12,10 +12,15 @@
 
 #include "common/store/store.h"
 #include "devices/cpu/reduce_kernels.h"
+#include "devices/cpu/shm_ranges.h"
 
 namespace hvda {
 namespace cpu {
 namespace {
+
+using shm::Clamp;
+using shm::CopyBytes;
+using shm::Offsets;
 
 // The control block gets a page of its own; the data area starts page-aligned.
 constexpr size_t kControlBytes = 4096;
@@ -33,19 +38,6 @@ std::string SegmentName(const CommunicatorSpec& spec) {
   std::snprintf(nonce, sizeof(nonce), "%08x", static_cast<unsigned>(rd()));
   return "/hvda_" + clean + "_r" + std::to_string(spec.rank) + "_p" + std::to_string(getpid()) +
          "_" + nonce;
-}
-
-// memcpy that tolerates null pointers when there is nothing to copy.
-void CopyBytes(void* dst, const void* src, int64_t len) {
-  if (len > 0) std::memcpy(dst, src, static_cast<size_t>(len));
-}
-
-int64_t Clamp(int64_t v, int64_t hi) { return std::max<int64_t>(0, std::min(v, hi)); }
-
-std::vector<int64_t> Offsets(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> off(sizes.size(), 0);
-  for (size_t i = 1; i < sizes.size(); ++i) off[i] = off[i - 1] + sizes[i - 1];
-  return off;
 }
 
 }  // namespace

@@ -15,26 +15,35 @@
 // read twice across the bus, which is what makes it several times faster
 // than TCP loopback.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "devices/cpu/reduce_kernels.h"
 #include "devices/cpu/shm_backend.h"
+#include "devices/cpu/shm_ranges.h"
 
 namespace hvda {
 namespace cpu {
 namespace {
 
-void CopyBytes(void* dst, const void* src, int64_t len) {
-  if (len > 0) std::memcpy(dst, src, static_cast<size_t>(len));
-}
+using shm::Clamp;
+using shm::CopyBytes;
+
+// Elements of one 64-byte cache line (at least 1).
+int64_t LineElems(int64_t esize) { return std::max<int64_t>(1, 64 / esize); }
 
 // Elements per slice of a chunk of `count` elements over `size` ranks:
 // rounded up to whole cache lines so that slices never share one.
 int64_t SliceElems(int64_t count, int size, int64_t esize) {
-  const int64_t per_line = std::max<int64_t>(1, 64 / esize);
+  const int64_t line = LineElems(esize);
   const int64_t even = (count + size - 1) / size;
-  return (even + per_line - 1) / per_line * per_line;
+  return (even + line - 1) / line * line;
+}
+
+// Elements of one rank's slot when a half of `half_bytes` is split into
+// `size` slots of whole cache lines (at least one line).
+int64_t SlotElems(int64_t half_bytes, int size, int64_t esize) {
+  const int64_t line = LineElems(esize);
+  return std::max<int64_t>(line, (half_bytes / esize) / size / line * line);
 }
 
 }  // namespace
@@ -47,14 +56,13 @@ Status ShmBackend::Allreduce(void* buffer, int64_t count, DataType dtype, Reduce
   if (size_ == 1 || count == 0) return Status::OK();
   const int64_t esize = DataTypeSize(dtype);
   // Largest chunk whose slices (each rounded up to a cache line) fit a half.
-  const int64_t line = std::max<int64_t>(1, 64 / esize);
-  const int64_t chunk_max = std::max<int64_t>(line, (half_bytes_ / esize) / size_ / line * line * size_);
+  const int64_t chunk_max = SlotElems(half_bytes_, size_, esize) * size_;
   char* buf = static_cast<char*>(buffer);
   std::vector<const void*> srcs(size_);
   for (int64_t done = 0; done < count; done += chunk_max) {
     const int64_t chunk = std::min(chunk_max, count - done);
     const int64_t slice = SliceElems(chunk, size_, esize);
-    auto slice_len = [&](int q) { return std::max<int64_t>(0, std::min(slice, chunk - q * slice)); };
+    auto slice_len = [&](int q) { return Clamp(chunk - q * slice, slice); };
     char* base = buf + done * esize;
     const int h = NextHalf();
     char* mine = Half(rank_, h);
@@ -89,22 +97,20 @@ Status ShmBackend::Reducescatter(const void* in, void* out,
     return Status::InvalidArgument(std::string("shm backend: reducescatter does not support ") +
                                    DataTypeName(dtype) + " with " + ReduceOpName(op) + ".");
   const int64_t esize = DataTypeSize(dtype);
-  std::vector<int64_t> first(size_, 0);
-  for (int q = 1; q < size_; ++q) first[q] = first[q - 1] + counts_per_rank[q - 1];
+  const std::vector<int64_t> first = shm::Offsets(counts_per_rank);
   const char* src = static_cast<const char*>(in);
   char* dst = static_cast<char*>(out);
   if (size_ == 1) {
     CopyBytes(dst, src, counts_per_rank[0] * esize);
     return Status::OK();
   }
-  const int64_t line = std::max<int64_t>(1, 64 / esize);
-  const int64_t region = std::max<int64_t>(line, (half_bytes_ / esize) / size_ / line * line);
+  const int64_t region = SlotElems(half_bytes_, size_, esize);
   const int64_t most = *std::max_element(counts_per_rank.begin(), counts_per_rank.end());
   std::vector<const void*> srcs(size_);
   for (int64_t off = 0; off < most; off += region) {
     const int h = NextHalf();
     char* mine = Half(rank_, h);
-    auto len = [&](int q) { return std::max<int64_t>(0, std::min(region, counts_per_rank[q] - off)); };
+    auto len = [&](int q) { return Clamp(counts_per_rank[q] - off, region); };
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
         CopyBytes(mine + q * region * esize, src + (first[q] + off) * esize, len(q) * esize);
