@@ -10,6 +10,7 @@ namespace {
 constexpr uint64_t kNoShutdownBit = 1;
 constexpr uint64_t kNoUncachedBit = 2;
 constexpr uint64_t kIdleBit = 4;
+constexpr uint64_t kStuckBit = 8;
 
 }  // namespace
 
@@ -22,7 +23,8 @@ Controller::Controller(ControllerTransport* transport, ControllerOptions options
       timeline_(transport->rank() == 0 ? timeline : nullptr),
       cache_(options.cache_capacity) {
   if (transport_->rank() == 0)
-    coordinator_ = std::make_unique<Coordinator>(transport_->size(), global_ranks_, options.stall,
+    coordinator_ = std::make_unique<Coordinator>(options.process_set_id, transport_->size(),
+                                                 global_ranks_, options.stall,
                                                  log, timeline_);
 }
 
@@ -36,10 +38,17 @@ void Controller::Answered(const std::string& name, Request* local) {
   }
 }
 
+bool Controller::has_unsent() const {
+  for (const auto& p : pending_)
+    if (!p.sent) return true;
+  return false;
+}
+
 Status Controller::ComputeResponseList(std::vector<Request> new_requests,
                                        bool shutdown_requested, ResponseList* out,
-                                       bool locally_idle) {
+                                       bool locally_idle, bool stuck) {
   all_idle_ = false;
+  all_stuck_ = false;
   auto now = std::chrono::steady_clock::now();
   for (auto& r : new_requests) {
     if (timeline_ && r.type != RequestType::kJoin) timeline_->NegotiateStart(r.name, r.type);
@@ -56,7 +65,7 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
       p.sent = true;
       to_send.push_back(p.request);
     }
-    HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, out));
+    HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, stuck, out));
     FuseResponses(&out->responses, options_.fusion_threshold_bytes);
     return Status::OK();
   }
@@ -87,9 +96,10 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
       now - last_slow_path_ > std::chrono::seconds(1))
     has_uncached = true;
   bits[0] = (shutdown_requested ? 0 : kNoShutdownBit) | (has_uncached ? 0 : kNoUncachedBit) |
-            (locally_idle && pending_.empty() ? kIdleBit : 0);
+            (locally_idle && pending_.empty() ? kIdleBit : 0) | (stuck ? kStuckBit : 0);
   HVDA_RETURN_IF_ERROR(transport_->BitAnd(&bits));
   all_idle_ = (bits[0] & kIdleBit) != 0;
+  all_stuck_ = (bits[0] & kStuckBit) != 0;
 
   // Invalidated entries go on every rank, in slot order (NOTE [Identical caches]).
   for (size_t w = 0; w < words; ++w)
@@ -108,24 +118,25 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   }
   const bool any_shutdown = !(bits[0] & kNoShutdownBit);
   const bool any_uncached = !(bits[0] & kNoUncachedBit);
-  if (!any_shutdown && !any_uncached) {
+  if (!any_shutdown && !any_uncached && !all_stuck_) {
     out->responses = std::move(hits);
     out->joined_count = joined_count_;
     FuseResponses(&out->responses, options_.fusion_threshold_bytes);
     return Status::OK();
   }
-  HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, out));
+  HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, stuck, out));
   out->responses.insert(out->responses.begin(), hits.begin(), hits.end());
   FuseResponses(&out->responses, options_.fusion_threshold_bytes);
   return Status::OK();
 }
 
-Status Controller::SlowPath(std::vector<Request> to_send, bool shutdown_requested,
+Status Controller::SlowPath(std::vector<Request> to_send, bool shutdown_requested, bool stuck,
                             ResponseList* out) {
   last_slow_path_ = std::chrono::steady_clock::now();
   RequestList mine;
   mine.requests = std::move(to_send);
   mine.shutdown = shutdown_requested;
+  mine.stuck = stuck;
   std::vector<std::string> gathered;
   HVDA_RETURN_IF_ERROR(transport_->Gather(Serialize(mine), &gathered));
   std::string answer;
@@ -150,8 +161,10 @@ Status Controller::SlowPath(std::vector<Request> to_send, bool shutdown_requeste
     }
   }
   joined_count_ = decided.joined_count;
+  all_stuck_ = decided.all_stuck;
   out->responses = std::move(decided.responses);
   out->shutdown = decided.shutdown;
+  out->shutdown_ranks = std::move(decided.shutdown_ranks);
   out->joined_count = joined_count_;
   return Status::OK();
 }

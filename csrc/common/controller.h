@@ -22,6 +22,7 @@
 namespace hvda {
 
 struct ControllerOptions {
+  int process_set_id = 0;  // for messages
   size_t cache_capacity = 1024;
   int64_t fusion_threshold_bytes = 128 << 20;
   StallOptions stall;
@@ -42,8 +43,18 @@ class Controller {
   // execute now, identical on every rank of the set.
   // locally_idle: this rank has nothing in flight in any process set; the
   // ranks' flags are ANDed (cache fast path only) into all_idle().
+  // stuck: this rank's view of NOTE [Deadlock detection] (coordinator.h);
+  // ANDed over the set's ranks into all_stuck(). While every rank says so,
+  // the cycle takes the slow path, where the coordinator fails what waits.
   Status ComputeResponseList(std::vector<Request> new_requests, bool shutdown_requested,
-                             ResponseList* out, bool locally_idle = false);
+                             ResponseList* out, bool locally_idle = false, bool stuck = false);
+
+  // Whether every rank of the set said `stuck` in the last cycle; identical
+  // on every rank.
+  bool all_stuck() const { return all_stuck_; }
+  // Whether some pending request has not been sent to the coordinator (it
+  // waits as a response-cache hit).
+  bool has_unsent() const;
 
   // Whether every rank reported locally_idle in the last cycle; identical on
   // every rank (NOTE [Cycle pacing] in runtime.cc).
@@ -59,7 +70,8 @@ class Controller {
     std::chrono::steady_clock::time_point since;
   };
 
-  Status SlowPath(std::vector<Request> to_send, bool shutdown_requested, ResponseList* out);
+  Status SlowPath(std::vector<Request> to_send, bool shutdown_requested, bool stuck,
+                  ResponseList* out);
   void Answered(const std::string& name, Request* local);  // drops the pending entry
 
   ControllerTransport* transport_;
@@ -72,6 +84,7 @@ class Controller {
   std::vector<Pending> pending_;
   int32_t joined_count_ = 0;
   bool all_idle_ = false;
+  bool all_stuck_ = false;
   std::chrono::steady_clock::time_point last_slow_path_;
 };
 

@@ -5,9 +5,10 @@
 
 namespace hvda {
 
-Coordinator::Coordinator(int size, std::vector<int> global_ranks, StallOptions stall,
+Coordinator::Coordinator(int set_id, int size, std::vector<int> global_ranks, StallOptions stall,
                          const Logger* log, Timeline* timeline)
-    : size_(size),
+    : set_id_(set_id),
+      size_(size),
       global_ranks_(std::move(global_ranks)),
       stall_(stall),
       log_(log),
@@ -44,7 +45,11 @@ bool Coordinator::Ready(const Entry& e) const {
 
 ResponseList Coordinator::Process(const std::vector<RequestList>& lists) {
   ResponseList out;
-  for (const auto& l : lists) {
+  out.all_stuck = static_cast<int>(lists.size()) == size_;
+  for (size_t r = 0; r < lists.size(); ++r) {
+    const RequestList& l = lists[r];
+    out.all_stuck &= l.stuck;
+    if (l.shutdown) out.shutdown_ranks.push_back(global_ranks_[r]);
     out.shutdown |= l.shutdown;
     for (const auto& r : l.requests) {
       if (r.type == RequestType::kJoin) {
@@ -69,6 +74,7 @@ ResponseList Coordinator::Process(const std::vector<RequestList>& lists) {
     table_.erase(it);
   }
   order_.swap(still);
+  if (out.all_stuck && stall_.deadlock_seconds > 0 && !table_.empty()) FailDeadlocked(&out);
   if (!joined_.empty() && static_cast<int>(joined_.size()) == size_) {
     Response j;
     j.type = ResponseType::kJoin;
@@ -194,6 +200,45 @@ Response Coordinator::Construct(const std::string& name, Entry& e) const {
     r.payload = a.shape;
   }
   return r;
+}
+
+void Coordinator::FailDeadlocked(ResponseList* out) {
+  std::vector<std::vector<std::string>> by_rank(size_);
+  for (const auto& name : order_) {
+    auto it = table_.find(name);
+    if (it == table_.end()) continue;
+    for (int r : it->second.ranks) by_rank[r].push_back(name);
+  }
+  std::ostringstream pending;
+  for (int r = 0; r < size_; ++r) {
+    pending << (r ? "; " : "") << "rank " << global_ranks_[r] << ": ";
+    if (joined_.count(r)) pending << "(joined) ";
+    if (by_rank[r].empty()) pending << "nothing";
+    for (size_t i = 0; i < by_rank[r].size(); ++i)
+      pending << (i ? ", " : "") << "'" << by_rank[r][i] << "'";
+  }
+  std::ostringstream timeout;
+  timeout << stall_.deadlock_seconds;
+  const std::string message =
+      "Deadlock detected: every rank has been blocked waiting for Horovod operations for more "
+      "than " + timeout.str() + " s, and no pending collective of process set " +
+      std::to_string(set_id_) + " was submitted by all of its ranks, so none can ever complete. Pending, per rank: " +
+      pending.str() + ". Every rank must submit the same collectives (matched by name); look "
+      "for rank-dependent control flow or names. (HOROVOD_DEADLOCK_TIMEOUT_SECONDS sets the "
+      "timeout; 0 disables this check.)";
+  for (const auto& name : order_) {
+    auto it = table_.find(name);
+    if (it == table_.end()) continue;
+    Response err;
+    err.type = ResponseType::kError;
+    err.names = {name};
+    err.error = "Tensor '" + name + "': " + message;
+    out->responses.push_back(err);
+    if (timeline_) timeline_->NegotiateEnd(name);
+  }
+  table_.clear();
+  order_.clear();
+  if (log_) log_->Log(LogLevel::kError, message);
 }
 
 bool Coordinator::InspectStalls(ResponseList* out) {

@@ -23,12 +23,35 @@ struct StallOptions {
   bool enabled = true;
   double warning_seconds = 60;
   double shutdown_seconds = 0;  // 0: never
+  double deadlock_seconds = 5;  // 0: no deadlock detection (for messages; see below)
 };
+
+// NOTE [Deadlock detection]: upstream only warns about a stall, forever. Here
+// a job whose ranks can no longer make progress fails the stuck operations on
+// every rank instead.
+// - A rank is *stuck* when a framework thread of it is blocked waiting for a
+//   Horovod operation (synchronize, join, barrier, ...) and for
+//   HOROVOD_DEADLOCK_TIMEOUT_SECONDS nothing happened on it: no operation was
+//   enqueued or completed (ActivityTracker), and every request it has is known
+//   to the coordinators (none waits unsent in a response-cache slot).
+//   A rank that is computing, however long, is never stuck.
+// - The global set's cycle ANDs every rank's stuck bit, so all ranks learn at
+//   once, identically, that the whole job is stuck; every set's cycle then
+//   carries that verdict to its coordinator (RequestList::stuck).
+// - If every rank is blocked and nothing moved for that long, no pending
+//   request can still become ready: readiness only changes when a rank
+//   submits, and no rank is free to submit. The coordinator of each set then
+//   answers every request still waiting with an error that lists, per rank,
+//   the names it submitted. The job goes on working afterwards.
+// Limit: a program whose ranks block one thread in Horovod while another
+// thread computes for longer than the timeout before submitting must raise
+// the timeout (or set it to 0).
 
 class Coordinator {
  public:
-  // global_ranks maps set rank -> global rank (for messages). timeline may be null.
-  Coordinator(int size, std::vector<int> global_ranks, StallOptions stall, const Logger* log,
+  // set_id: the process set (for messages). global_ranks maps set rank ->
+  // global rank (for messages). timeline may be null.
+  Coordinator(int set_id, int size, std::vector<int> global_ranks, StallOptions stall, const Logger* log,
               Timeline* timeline);
 
   // Processes one cycle's request lists (index = set rank) and returns the
@@ -53,8 +76,12 @@ class Coordinator {
   std::string Validate(const std::string& name, const std::vector<Request>& by_rank) const;
   // Returns true when the stall shutdown time is exceeded; appends errors.
   bool InspectStalls(ResponseList* out);
+  // NOTE [Deadlock detection]: every waiting request fails, naming per rank
+  // what it submitted; empties the table.
+  void FailDeadlocked(ResponseList* out);
   std::string RankList(const std::vector<int>& set_ranks) const;
 
+  int set_id_;
   int size_;
   std::vector<int> global_ranks_;
   StallOptions stall_;

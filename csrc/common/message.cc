@@ -120,7 +120,7 @@ Status Corrupt(const char* what) {
 
 std::string Serialize(const RequestList& l) {
   Writer w;
-  w.Pod<uint8_t>(l.shutdown);
+  w.Pod<uint8_t>((l.shutdown ? 1 : 0) | (l.stuck ? 2 : 0));
   w.Pod<uint64_t>(l.requests.size());
   for (const auto& r : l.requests) {
     w.Pod(r.rank);
@@ -143,7 +143,8 @@ Status Deserialize(const std::string& bytes, RequestList* out) {
   uint8_t shutdown;
   uint64_t n;
   if (!rd.Pod(&shutdown) || !rd.Pod(&n)) return Corrupt("request list");
-  out->shutdown = shutdown != 0;
+  out->shutdown = (shutdown & 1) != 0;
+  out->stuck = (shutdown & 2) != 0;
   out->requests.resize(n);
   for (auto& r : out->requests) {
     if (!rd.Pod(&r.rank) || !rd.Pod(&r.type) || !rd.Pod(&r.dtype) || !rd.Pod(&r.device) ||
@@ -156,8 +157,9 @@ Status Deserialize(const std::string& bytes, RequestList* out) {
 
 std::string Serialize(const ResponseList& l) {
   Writer w;
-  w.Pod<uint8_t>(l.shutdown);
+  w.Pod<uint8_t>((l.shutdown ? 1 : 0) | (l.all_stuck ? 2 : 0));
   w.Pod(l.joined_count);
+  w.Vec(l.shutdown_ranks);
   w.Pod<uint64_t>(l.responses.size());
   for (const auto& r : l.responses) {
     w.Pod(r.type);
@@ -184,9 +186,11 @@ Status Deserialize(const std::string& bytes, ResponseList* out) {
   Reader rd(bytes);
   uint8_t shutdown;
   uint64_t n;
-  if (!rd.Pod(&shutdown) || !rd.Pod(&out->joined_count) || !rd.Pod(&n))
+  if (!rd.Pod(&shutdown) || !rd.Pod(&out->joined_count) || !rd.Vec(&out->shutdown_ranks) ||
+      !rd.Pod(&n))
     return Corrupt("response list");
-  out->shutdown = shutdown != 0;
+  out->shutdown = (shutdown & 1) != 0;
+  out->all_stuck = (shutdown & 2) != 0;
   out->responses.resize(n);
   for (auto& r : out->responses) {
     uint64_t names, shapes;

@@ -83,12 +83,17 @@ struct Response {
 struct RequestList {
   std::vector<Request> requests;
   bool shutdown = false;
+  // Every rank of the job is stuck, as far as this rank knows (NOTE
+  // [Deadlock detection] in coordinator.h).
+  bool stuck = false;
 };
 
 struct ResponseList {
   std::vector<Response> responses;
   bool shutdown = false;
+  bool all_stuck = false;    // every member's RequestList said stuck
   int32_t joined_count = 0;  // ranks joined after this cycle
+  std::vector<int64_t> shutdown_ranks;  // global ranks that asked to shut down
 };
 
 std::string Serialize(const RequestList& l);

@@ -67,7 +67,16 @@ bool Runtime::IsHomogeneous() const {
 }
 
 Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dynamic) {
-  if (initialized_) return Status::OK();
+  if (initialized_) {
+    {
+      std::lock_guard<std::mutex> lock(failure_mu_);
+      if (failure_.ok()) return Status::OK();
+    }
+    // The background loop of this generation has ended (a peer shut down or
+    // failed): finish its shutdown so this init starts the next generation,
+    // exactly as the peers that called shutdown() and init() do.
+    Shutdown();
+  }
   HVDA_RETURN_IF_ERROR(Config::FromEnvironment(&config_));
   log_ = Logger(ParseLogLevel(config_.GetString("HOROVOD_LOG_LEVEL")),
                 config_.GetBool("HOROVOD_LOG_HIDE_TIME"), config_.GetInt("HOROVOD_RANK"));
@@ -87,6 +96,7 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   HVDA_RETURN_IF_ERROR(AffinityCoreFor(config_.GetString("HOROVOD_THREAD_AFFINITY"),
                                        topo_.local_rank, &affinity_core));
   dynamic_sets_ = dynamic || config_.GetBool("HOROVOD_DYNAMIC_PROCESS_SETS");
+  deadlock_seconds_ = std::max(0.0, config_.GetFloat("HOROVOD_DEADLOCK_TIMEOUT_SECONDS"));
   const std::string controller = SplitList(config_.GetString("HOROVOD_CONTROLLER")).empty()
                                      ? "gloo"
                                      : SplitList(config_.GetString("HOROVOD_CONTROLLER"))[0];
@@ -239,11 +249,13 @@ Status Runtime::CreateProcessSet(int id, std::vector<int> ranks,
     Timeline* tl = topo_.rank == 0 ? &timeline_ : nullptr;
     ps->executor = std::make_unique<Executor>(cpu_device_.get(), std::move(backends), tl);
     ControllerOptions opts;
+    opts.process_set_id = id;
     opts.cache_capacity = static_cast<size_t>(std::max<int64_t>(0, config_.GetInt("HOROVOD_CACHE_CAPACITY")));
     opts.fusion_threshold_bytes = config_.GetInt("HOROVOD_FUSION_THRESHOLD");
     opts.stall.enabled = !config_.GetBool("HOROVOD_STALL_CHECK_DISABLE");
     opts.stall.warning_seconds = config_.GetFloat("HOROVOD_STALL_CHECK_TIME_SECONDS");
     opts.stall.shutdown_seconds = config_.GetFloat("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS");
+    opts.stall.deadlock_seconds = deadlock_seconds_;
     ps->controller = std::make_unique<Controller>(ps->transport.get(), opts, ranks, &log_, tl);
   }
   *out = std::move(ps);
@@ -313,7 +325,12 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
       if (kv.second->member()) sets.push_back(kv.second.get());
     }
   }
+  // NOTE [Deadlock detection] (coordinator.h): this rank's stuck bit goes
+  // into the global set's cycle; the ANDed verdict into every other set's.
+  bool stuck = deadlock_seconds_ > 0 && activity_->Stuck(deadlock_seconds_);
+  for (ProcessSetState* ps : sets) stuck &= ps->removed || !ps->controller->has_unsent();
   bool stop = false;
+  std::vector<int64_t> shutdown_ranks;
   for (ProcessSetState* ps : sets) {
     if (ps->removed) continue;
     std::vector<Request> reqs;
@@ -321,8 +338,12 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
     ResponseList list;
     const bool is_global = ps->id == 0;
     Status st = ps->controller->ComputeResponseList(
-        std::move(reqs), is_global && shutdown_requested_, &list, is_global && locally_idle);
-    if (is_global) *all_idle = ps->controller->all_idle();
+        std::move(reqs), is_global && shutdown_requested_, &list, is_global && locally_idle,
+        stuck);
+    if (is_global) {
+      *all_idle = ps->controller->all_idle();
+      stuck = ps->controller->all_stuck();
+    }
     if (!st.ok()) {
       FailEverything(st);
       return false;
@@ -342,14 +363,23 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
     *waiting |= ps->eager_pacing && ps->controller->pending() > 0;
     if (is_global && list.shutdown) {
       stop = true;
+      shutdown_ranks = list.shutdown_ranks;
       break;  // every rank sees the global set's flag in the same cycle
     }
   }
   retired_sets_.clear();
   if (stop) {
+    std::string who;
+    for (size_t i = 0; i < shutdown_ranks.size(); ++i)
+      who += (i ? ", " : "") + std::to_string(shutdown_ranks[i]);
     FailEverything(Status::Aborted(
-        "Horovod has been shut down. This was caused by an exception on one of the ranks or by "
-        "an explicit hvd.shutdown(); check the output of every rank."));
+        who.empty()
+            ? "Horovod has been shut down by the stall inspector "
+              "(HOROVOD_STALL_SHUTDOWN_TIME_SECONDS); check the output of every rank."
+            : "Horovod has been shut down: rank " + who +
+                  " called hvd.shutdown() (explicitly, at exit, or after an exception) while "
+                  "this operation was pending. Call hvd.init() to start a new job generation; "
+                  "check the output of every rank."));
     return false;
   }
   return true;

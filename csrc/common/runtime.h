@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/activity_tracker.h"
 #include "common/hal/registry.h"
 #include "common/message.h"
 #include "common/process_set.h"
@@ -58,7 +59,9 @@ class Runtime {
 
   // Blocks until every rank is connected. static_sets: extra process sets
   // (global ranks). InvalidArgument for bad settings, Aborted for connection
-  // failures. A no-op when already initialized.
+  // failures. A no-op while initialized and working; after the job stopped
+  // (a peer shut down, a peer failed) it finishes that generation's shutdown
+  // and starts a new one, like Shutdown() followed by Init().
   Status Init(const std::vector<std::vector<int>>& static_sets, bool dynamic);
   // Stops the background thread (collectively with the other ranks) and
   // fails whatever is still queued. Safe to call twice.
@@ -105,6 +108,10 @@ class Runtime {
   Topology topo_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Device> cpu_device_;
+  // Waits and activity of this rank's framework threads (NOTE [Deadlock
+  // detection] in coordinator.h); shared with every Work handed out.
+  std::shared_ptr<ActivityTracker> activity_ = std::make_shared<ActivityTracker>();
+  double deadlock_seconds_ = 0;  // HOROVOD_DEADLOCK_TIMEOUT_SECONDS
   Timeline timeline_;
   bool timeline_allowed_ = false;
   bool dynamic_sets_ = false;

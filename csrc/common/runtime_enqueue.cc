@@ -110,7 +110,7 @@ Status Runtime::ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, Tens
   }
   e->input = a.input;
   e->output = a.output;
-  e->work = std::make_shared<Work>();
+  e->work = std::make_shared<Work>(activity_);
   return Status::OK();
 }
 
@@ -143,6 +143,7 @@ Status Runtime::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_pt
     for (auto& e : entries) works->push_back(e.work);
     HVDA_RETURN_IF_ERROR(ps->queue.Add(std::move(entries)));
   }
+  activity_->NoteActivity();
   Wake();
   return Status::OK();
 }
@@ -152,7 +153,7 @@ std::shared_ptr<Work> Runtime::EnqueueJoin(int device) {
   e.request.type = RequestType::kJoin;
   e.request.name = "__join__";
   e.request.device = device;
-  e.work = std::make_shared<Work>();
+  e.work = std::make_shared<Work>(activity_);
   std::vector<TensorEntry> v;
   std::shared_ptr<Work> w = e.work;
   {
@@ -165,6 +166,7 @@ std::shared_ptr<Work> Runtime::EnqueueJoin(int device) {
     Status st = it->second->queue.Add(std::move(v));
     if (!st.ok()) return FailedWork(Status::InvalidArgument("join() is already in progress on this rank."));
   }
+  activity_->NoteActivity();
   Wake();
   return w;
 }

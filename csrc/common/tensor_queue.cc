@@ -3,18 +3,18 @@
 namespace hvda {
 
 Status TensorQueue::Add(std::vector<TensorEntry> entries) {
+  std::vector<std::string> names;
+  for (const auto& e : entries) names.push_back(e.request.name);
+  std::string taken;
+  if (!reserved_->TryReserve(names, &taken))
+    return Status::InvalidArgument(
+        "Requested to collect a tensor with the name '" + taken +
+        "', but a collective with this name is already in flight on this rank (its handle has "
+        "not been synchronized yet). Give concurrent operations distinct names, or call "
+        "synchronize() on the first one before reusing the name.");
+  for (auto& e : entries)
+    if (e.work) e.work->HoldName(std::make_unique<NameReservation>(reserved_, e.request.name));
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const std::string& name = entries[i].request.name;
-    bool dup_in_group = false;
-    for (size_t j = 0; j < i; ++j) dup_in_group |= entries[j].request.name == name;
-    if (table_.count(name) || dup_in_group)
-      return Status::InvalidArgument(
-          "Requested to collect a tensor with the name '" + name +
-          "', but a collective with this name is already in flight on this rank. Give "
-          "concurrent operations distinct names, or synchronize the first one before reusing "
-          "the name.");
-  }
   for (auto& e : entries) {
     new_requests_.push_back(e.request);
     std::string name = e.request.name;

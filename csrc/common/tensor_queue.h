@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/message.h"
+#include "common/name_reservations.h"
 #include "common/work.h"
 
 namespace hvda {
@@ -26,8 +27,10 @@ struct TensorEntry {
 
 class TensorQueue {
  public:
-  // Adds entries atomically (a group is negotiated together). Fails with
-  // InvalidArgument, adding nothing, if a name is already in flight.
+  // Adds entries atomically (a group is negotiated together) and reserves
+  // their names until each entry's Work releases its name (NOTE [Name
+  // reservation]). Fails with InvalidArgument, adding nothing, if a name is
+  // still reserved by an earlier op or repeated within the group.
   Status Add(std::vector<TensorEntry> entries);
   // Moves the requests added since the last call into *out (append).
   void PopNewRequests(std::vector<Request>* out);
@@ -41,6 +44,8 @@ class TensorQueue {
 
  private:
   mutable std::mutex mu_;
+  // Shared with the Works holding reservations, which may outlive the queue.
+  std::shared_ptr<NameReservations> reserved_ = std::make_shared<NameReservations>();
   std::unordered_map<std::string, TensorEntry> table_;
   std::vector<Request> new_requests_;
 };

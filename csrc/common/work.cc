@@ -22,11 +22,15 @@ bool Work::IsCompleted() const {
 
 bool Work::Wait(double timeout_seconds) const {
   std::unique_lock<std::mutex> lock(mu_);
-  if (timeout_seconds < 0) {
+  if (done_) return true;
+  if (tracker_) tracker_->BeginWait();
+  bool done = true;
+  if (timeout_seconds < 0)
     cv_.wait(lock, [&] { return done_; });
-    return true;
-  }
-  return cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [&] { return done_; });
+  else
+    done = cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [&] { return done_; });
+  if (tracker_) tracker_->EndWait();
+  return done;
 }
 
 Status Work::status() const {
@@ -54,6 +58,8 @@ void Work::Complete(Status st) {
     status_ = st;
     cbs.swap(callbacks_);
   }
+  // Before waking the waiters, so they are never seen blocked after it.
+  if (tracker_) tracker_->NoteActivity();
   cv_.notify_all();
   for (auto& cb : cbs) cb(st);
 }

@@ -10,7 +10,9 @@
 #include <mutex>
 #include <vector>
 
+#include "common/activity_tracker.h"
 #include "common/dtype.h"
+#include "common/name_reservations.h"
 #include "common/util/status.h"
 
 namespace hvda {
@@ -34,9 +36,14 @@ class HostBuffer {
 
 class Work {
  public:
+  Work() = default;
+  // tracker: told about waits on and completion of this op (may be null).
+  explicit Work(std::shared_ptr<ActivityTracker> tracker) : tracker_(std::move(tracker)) {}
+
   bool IsCompleted() const;
   // Blocks until completion; timeout_seconds < 0 waits forever. Returns false
-  // if the timeout passed first.
+  // if the timeout passed first. The tracker counts this thread as blocked
+  // meanwhile.
   bool Wait(double timeout_seconds) const;
   // The outcome; meaningful once IsCompleted().
   Status status() const;
@@ -46,6 +53,14 @@ class Work {
 
   // Called once by the background thread, after setting the results below.
   void Complete(Status st);
+
+  // Holds the reservation of this op's name (NOTE [Name reservation]) until
+  // ReleaseName() or the Work's destruction. Set once, at enqueue.
+  void HoldName(std::unique_ptr<NameReservation> r) { reservation_ = std::move(r); }
+  // Frees the name for a new op (idempotent; the caller is done with the op).
+  void ReleaseName() {
+    if (reservation_) reservation_->Release();
+  }
 
   // Results (written before Complete, read after IsCompleted()).
   std::shared_ptr<HostBuffer> output;
@@ -57,6 +72,8 @@ class Work {
  private:
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
+  std::shared_ptr<ActivityTracker> tracker_;
+  std::unique_ptr<NameReservation> reservation_;
   bool done_ = false;
   Status status_;
   std::vector<std::function<void(const Status&)>> callbacks_;

@@ -64,6 +64,8 @@ void BindWork(py::module_& m) {
              OutputBuffer b{w.output, w.output_shape, static_cast<int>(w.output_dtype)};
              return py::cast(std::move(b));
            })
+      .def("release_name", &Work::ReleaseName,
+           "Frees the op's name for reuse (NOTE [Name reservation]); idempotent.")
       .def("received_splits", [](const Work& w) { return w.received_splits; })
       .def("join_result", [](const Work& w) { return w.join_result; });
 }

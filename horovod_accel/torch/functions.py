@@ -5,11 +5,9 @@ Every function here is collective: all ranks of `process_set` must call it,
 in the same order, with the same `root_rank` (a *global* rank) and name.
 They block until done and raise HorovodInternalError if a collective fails.
 """
-import io
-
-import cloudpickle
 import torch
 
+from horovod_accel.common.objects import deserialize, object_op_names, serialize
 from horovod_accel.common.process_sets import global_process_set
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.mpi_ops import (allgather, broadcast_, broadcast_async_, rank,
@@ -45,22 +43,11 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
 
 
 def _to_bytes_tensor(obj):
-    buf = io.BytesIO()
-    cloudpickle.dump(obj, buf)
-    return torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
+    return torch.frombuffer(bytearray(serialize(obj)), dtype=torch.uint8)
 
 
 def _from_bytes_tensor(t):
-    return cloudpickle.loads(t.numpy().tobytes())
-
-
-def _names(name):
-    """Core names of the size and payload collectives of an object op.
-    Unnamed ops use the per-op counters (consistent across ranks that call
-    in the same order), so ranks passing objects of different types agree."""
-    if name is None:
-        return None, None
-    return f"{name}.sz", f"{name}.t"
+    return deserialize(t.numpy().tobytes())
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
@@ -68,9 +55,9 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
     (serialized with cloudpickle; other ranks' `obj` is ignored, may be None).
 
     Two broadcasts: the payload size, then the bytes (named '<name>.sz' and
-    '<name>.t' when `name` is given).
+    '<name>.t'; see horovod_accel/common/objects.py for unnamed calls).
     """
-    size_name, data_name = _names(name)
+    size_name, data_name = object_op_names("broadcast_object", name)
     is_root = rank() == root_rank
     if is_root:
         payload = _to_bytes_tensor(obj)
@@ -87,7 +74,7 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Returns the list of every set rank's `obj`, in set-rank order
     (serialized with cloudpickle; objects may differ in type and size)."""
-    size_name, data_name = _names(name)
+    size_name, data_name = object_op_names("allgather_object", name)
     payload = _to_bytes_tensor(obj)
     sizes = allgather(torch.tensor([payload.numel()], dtype=torch.int64), name=size_name,
                       process_set=process_set).tolist()
@@ -140,6 +127,17 @@ def _map_structure(x, fn):
     return fn(x)
 
 
+def _zero_gradients(optimizer):
+    """What upstream leaves behind when it initializes an optimizer without
+    state: a zero gradient (sparse for SparseAdam) on every parameter that
+    requires one. Upstream scripts read `.grad` right afterwards."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.requires_grad:
+                grad = torch.zeros_like(p, memory_format=torch.preserve_format)
+                p.grad = grad.to_sparse() if isinstance(optimizer, torch.optim.SparseAdam) else grad
+
+
 def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
     """Makes `optimizer`'s state and hyper-parameters (param_groups) on every
     rank equal to those of `root_rank`.
@@ -151,7 +149,9 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     torch casts the state to each parameter's device/dtype. Optimizers whose
     state is empty until the first step end with equal (empty or root's)
     state everywhere; unlike upstream, no fake zero-gradient step is taken,
-    so parameters and step counts are left untouched.
+    so parameters and step counts are left untouched. As upstream, if this
+    rank's optimizer has no state yet, every parameter that requires a
+    gradient is left with a zero `.grad` (replacing any it had).
 
     model: accepted for upstream compatibility; not needed.
     """
@@ -159,6 +159,8 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
         raise ValueError("cannot broadcast torch.optim.LBFGS state (not supported, as upstream): "
                          "its curvature history is built by closure-driven steps. Construct LBFGS "
                          "identically on every rank after broadcast_parameters() instead.")
+    if not optimizer.state_dict()["state"]:
+        _zero_gradients(optimizer)
     is_root = rank() == root_rank
     tensors = []
     if is_root:

@@ -16,7 +16,8 @@ from horovod_accel.common.process_sets import (ProcessSet, add_process_set, glob
 from horovod_accel.common.util import get_average_backwards_compatibility_fun, num_rank_is_power_2
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
-from horovod_accel.torch.handles import poll, submit as _submit, synchronize
+from horovod_accel.common.handles import HANDLES as _HANDLES
+from horovod_accel.common.handles import poll, submit_internal as _submit, synchronize
 from horovod_accel.torch.ops_allreduce import (allreduce, allreduce_, allreduce_async,
                                                allreduce_async_, grouped_allreduce,
                                                grouped_allreduce_, grouped_allreduce_async,
@@ -86,7 +87,11 @@ def join(device=-1) -> int:
     rt = _DEFAULT_RUNTIME.initialized_runtime()
     handle = _submit("join", lambda: rt.enqueue_join(int(device)), keep=(),
                      finish=lambda works: int(works[0].join_result()))
-    return synchronize(handle)
+    last = synchronize(handle)
+    # Every rank gets here once all have joined: unnamed-op numbering
+    # realigns (the early joiners skipped the others' ops).
+    _HANDLES.realign()
+    return last
 
 
 def barrier(process_set=global_process_set):

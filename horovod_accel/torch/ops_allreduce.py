@@ -20,7 +20,7 @@ from horovod_accel.common.process_sets import global_process_set
 from horovod_accel.common.util import get_average_backwards_compatibility_fun
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
-from horovod_accel.torch.handles import HANDLES, submit, synchronize
+from horovod_accel.common.handles import submit, submit_internal, synchronize
 
 handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(HorovodBasics)
 
@@ -37,9 +37,8 @@ def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_fact
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
     inp = _t.as_input(tensor)
     out, finish = _t.output_for(tensor, inp, in_place)
-    core_name = HANDLES.tensor_name("allreduce", name, ps_id)
-    return submit(core_name,
-                  lambda: rt.enqueue_allreduce(core_name, ps_id, inp.data_ptr(), out.data_ptr(), dtype,
+    return submit("allreduce", name, ps_id,
+                  lambda core_name: rt.enqueue_allreduce(core_name, ps_id, inp.data_ptr(), out.data_ptr(), dtype,
                                                _t.shape(inp), device, int(op), float(prescale_factor),
                                                float(postscale_factor)),
                   keep=(tensor, inp, out), finish=finish)
@@ -112,19 +111,19 @@ def _grouped_allreduce_async(tensors, in_place, name, op, prescale_factor, posts
     _check_adasum(op, ps_id)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     if not tensors:
-        return submit("grouped_allreduce.empty", lambda: [], keep=(), finish=lambda works: [])
+        return submit_internal("grouped_allreduce.empty", lambda: [], keep=(),
+                               finish=lambda works: [])
     dtypes = [_t.dtype_code(t) for t in tensors]
     device = _t.common_device(tensors)
     inps = [_t.as_input(t) for t in tensors]
     outs, finishes = zip(*(_t.output_for(t, i, in_place) for t, i in zip(tensors, inps)))
     finish = lambda works: [f(works) for f in finishes]  # noqa: E731
-    base, names = HANDLES.grouped_names("grouped_allreduce", name, len(tensors), ps_id)
-    return submit(base,
-                  lambda: rt.enqueue_grouped_allreduce(
+    return submit("grouped_allreduce", name, ps_id,
+                  lambda names: rt.enqueue_grouped_allreduce(
                       names, ps_id, [i.data_ptr() for i in inps], [o.data_ptr() for o in outs],
                       dtypes, [_t.shape(i) for i in inps], device, int(op), float(prescale_factor),
                       float(postscale_factor)),
-                  keep=(tensors, inps, outs), finish=finish)
+                  keep=(tensors, inps, outs), finish=finish, group_size=len(tensors))
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,

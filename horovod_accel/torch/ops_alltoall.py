@@ -16,7 +16,7 @@ from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.process_sets import global_process_set
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
-from horovod_accel.torch.handles import HANDLES, submit, synchronize
+from horovod_accel.common.handles import submit, submit_internal, synchronize
 from horovod_accel.torch.ops_gather import allgather, grouped_allgather
 
 # ---------------------------------------------------------------- alltoall
@@ -38,15 +38,14 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     dtype, device = _t.dtype_code(inp), _t.device_id(inp)
     send_splits = _t.splits_list(splits)
     splits_dtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
-    core_name = HANDLES.tensor_name("alltoall", name, ps_id)
 
     def finish(works):
         out = _t.output_tensor(works[0].output(), inp.dtype, inp.device)
         received = torch.tensor(list(works[0].received_splits()), dtype=splits_dtype)
         return out, received
 
-    return submit(core_name,
-                  lambda: rt.enqueue_alltoall(core_name, ps_id, inp.data_ptr(), dtype, _t.shape(inp),
+    return submit("alltoall", name, ps_id,
+                  lambda core_name: rt.enqueue_alltoall(core_name, ps_id, inp.data_ptr(), dtype, _t.shape(inp),
                                               device, send_splits),
                   keep=(tensor, inp), finish=finish)
 
@@ -115,9 +114,8 @@ def reducescatter_async(tensor, name=None, op=HorovodBasics.Average, process_set
     inp = _t.as_input(tensor)
     dtype, device = _t.dtype_code(inp), _t.device_id(inp)
     out = _scattered_output(rt, ps_id, process_set, inp)
-    core_name = HANDLES.tensor_name("reducescatter", name, ps_id)
-    return submit(core_name,
-                  lambda: rt.enqueue_reducescatter(core_name, ps_id, inp.data_ptr(), out.data_ptr(),
+    return submit("reducescatter", name, ps_id,
+                  lambda core_name: rt.enqueue_reducescatter(core_name, ps_id, inp.data_ptr(), out.data_ptr(),
                                                    dtype, _t.shape(inp), device, int(op),
                                                    float(prescale_factor), float(postscale_factor)),
                   keep=(tensor, inp, out), finish=lambda works: out)
@@ -185,18 +183,19 @@ def grouped_reducescatter_async(tensors, name=None, op=HorovodBasics.Average,
     ps_id = _t.process_set_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     if not tensors:
-        return submit("grouped_reducescatter.empty", lambda: [], keep=(), finish=lambda works: [])
+        return submit_internal("grouped_reducescatter.empty", lambda: [], keep=(),
+                               finish=lambda works: [])
     inps = [_t.as_input(t) for t in tensors]
     dtypes = [_t.dtype_code(i) for i in inps]
     device = _t.common_device(inps)
     outs = [_scattered_output(rt, ps_id, process_set, i) for i in inps]
-    base, names = HANDLES.grouped_names("grouped_reducescatter", name, len(tensors), ps_id)
-    return submit(base,
-                  lambda: rt.enqueue_grouped_reducescatter(
+    return submit("grouped_reducescatter", name, ps_id,
+                  lambda names: rt.enqueue_grouped_reducescatter(
                       names, ps_id, [i.data_ptr() for i in inps], [o.data_ptr() for o in outs],
                       dtypes, [_t.shape(i) for i in inps], device, int(op), float(prescale_factor),
                       float(postscale_factor)),
-                  keep=(tensors, inps, outs), finish=lambda works: list(outs))
+                  keep=(tensors, inps, outs), finish=lambda works: list(outs),
+                  group_size=len(tensors))
 
 
 class HorovodGroupedReducescatter(torch.autograd.Function):

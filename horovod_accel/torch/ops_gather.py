@@ -10,7 +10,7 @@ from horovod_accel.common.basics import HorovodBasics
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.process_sets import global_process_set
 from horovod_accel.torch import tensors as _t
-from horovod_accel.torch.handles import HANDLES, submit, synchronize
+from horovod_accel.common.handles import submit, submit_internal, synchronize
 from horovod_accel.torch.ops_allreduce import allreduce, grouped_allreduce
 
 
@@ -26,9 +26,8 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     rt = DEFAULT_RUNTIME.initialized_runtime()
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
     inp = _t.as_input(tensor)
-    core_name = HANDLES.tensor_name("allgather", name, ps_id)
-    return submit(core_name,
-                  lambda: rt.enqueue_allgather(core_name, ps_id, inp.data_ptr(), dtype, _t.shape(inp),
+    return submit("allgather", name, ps_id,
+                  lambda core_name: rt.enqueue_allgather(core_name, ps_id, inp.data_ptr(), dtype, _t.shape(inp),
                                                device),
                   keep=(tensor, inp), finish=lambda works: _gathered(works[0], inp))
 
@@ -71,16 +70,18 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     ps_id = _t.process_set_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     if not tensors:
-        return submit("grouped_allgather.empty", lambda: [], keep=(), finish=lambda works: [])
+        return submit_internal("grouped_allgather.empty", lambda: [], keep=(),
+                               finish=lambda works: [])
     dtypes = [_t.dtype_code(t) for t in tensors]
     device = _t.common_device(tensors)
     inps = [_t.as_input(t) for t in tensors]
-    base, names = HANDLES.grouped_names("grouped_allgather", name, len(tensors), ps_id)
-    return submit(base,
-                  lambda: rt.enqueue_grouped_allgather(names, ps_id, [i.data_ptr() for i in inps],
-                                                       dtypes, [_t.shape(i) for i in inps], device),
+    return submit("grouped_allgather", name, ps_id,
+                  lambda names: rt.enqueue_grouped_allgather(
+                      names, ps_id, [i.data_ptr() for i in inps], dtypes,
+                      [_t.shape(i) for i in inps], device),
                   keep=(tensors, inps),
-                  finish=lambda works: [_gathered(w, i) for w, i in zip(works, inps)])
+                  finish=lambda works: [_gathered(w, i) for w, i in zip(works, inps)],
+                  group_size=len(tensors))
 
 
 class HorovodGroupedAllgather(torch.autograd.Function):
@@ -119,9 +120,8 @@ def _broadcast_async(tensor, in_place, root_rank, name, process_set):
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
     inp = _t.as_input(tensor)
     out, finish = _t.output_for(tensor, inp, in_place)
-    core_name = HANDLES.tensor_name("broadcast", name, ps_id)
-    return submit(core_name,
-                  lambda: rt.enqueue_broadcast(core_name, ps_id, inp.data_ptr(), out.data_ptr(), dtype,
+    return submit("broadcast", name, ps_id,
+                  lambda core_name: rt.enqueue_broadcast(core_name, ps_id, inp.data_ptr(), out.data_ptr(), dtype,
                                                _t.shape(inp), device, int(root_rank)),
                   keep=(tensor, inp, out), finish=finish)
 

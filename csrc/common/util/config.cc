@@ -32,6 +32,8 @@ const std::vector<ConfigOption>& ConfigOptions() {
       {"HOROVOD_STALL_CHECK_TIME_SECONDS", ConfigType::kFloat, "60", "warn about tensors waiting this long"},
       {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", ConfigType::kFloat, "0",
        "shut down when a tensor waits this long (0: never)"},
+      {"HOROVOD_DEADLOCK_TIMEOUT_SECONDS", ConfigType::kFloat, "5",
+       "fail pending ops when every rank has waited this long and none can complete; 0: never"},
       {"HOROVOD_DYNAMIC_PROCESS_SETS", ConfigType::kBool, "0", "allow add/remove_process_set"},
       {"HOROVOD_LOG_LEVEL", ConfigType::kString, "WARNING", "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL"},
       {"HOROVOD_LOG_HIDE_TIME", ConfigType::kBool, "0", "omit timestamps in log lines"},

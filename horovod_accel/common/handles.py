@@ -1,0 +1,177 @@
+"""Handles of asynchronous ops, `poll`/`synchronize`, and core tensor names,
+shared by every framework adapter.
+
+A `Handle` owns the core `Work` objects of one user-level op (one per tensor
+for grouped ops), the framework objects whose memory the core reads or
+writes (kept alive until the op completes), and a `finish(works)` callable
+that builds the result (e.g. wraps a zero-copy allgather output). An adapter
+only converts tensors; naming, the handle table and waiting live here.
+
+Every handle stays in the process's `HandleTable` until `synchronize()`
+collects it, like upstream's `_handle_map`: an op whose handle the user
+drops still has live buffers while the core works on them. init() and
+shutdown() reset the table (shutdown has already failed every pending op).
+
+Names (docs/design/naming.md):
+- name given -> "<op>.<name>"; else "<op>.noname.<n>", where n counts the
+  unnamed ops of that (op, process set) that this rank *enqueued*: an op
+  rejected at enqueue (ValueError) does not consume a number.
+- Numbering restarts on every init() and realigns after every join(): ranks
+  that joined early skipped the ops the others ran meanwhile, so after a
+  join the numbers continue in a new epoch, "<op>.noname.j<epoch>.<n>".
+- A name stays reserved on this rank from enqueue until its handle is
+  synchronized (NOTE [Name reservation] in csrc/common/name_reservations.h):
+  reusing it earlier raises ValueError whether or not the op has completed.
+"""
+import threading
+
+from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
+from horovod_accel.common.exceptions import HorovodInternalError
+
+# Work.wait() blocks with the GIL released; waiting in slices lets Python
+# run signal handlers (Ctrl-C) while a collective is outstanding.
+_WAIT_SLICE_SECONDS = 1.0
+
+
+class Handle:
+    """An in-flight op; pass it to `poll()` / `synchronize()`."""
+
+    __slots__ = ("name", "_works", "_keep", "_finish")
+
+    def __init__(self, name, works, keep, finish):
+        self.name = name
+        self._works = list(works)
+        self._keep = keep
+        self._finish = finish
+
+    def __repr__(self):
+        return f"<horovod handle {self.name}>"
+
+
+class HandleTable:
+    """Pending handles and per-(op, process set) counters of unnamed ops."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        # Held from choosing an unnamed op's number until its enqueue
+        # returned, so concurrent threads never draw the same number and a
+        # rejected op gives its number back.
+        self._naming = threading.Lock()
+        self._pending = {}
+        self._noname = {}
+        self._epoch = 0
+
+    def _unnamed(self, op, process_set_id):
+        n = self._noname.get((op, process_set_id), 0)
+        if self._epoch:
+            return f"{op}.noname.j{self._epoch}.{n}"
+        return f"{op}.noname.{n}"
+
+    def submit(self, op, name, process_set_id, enqueue, keep, finish, group_size=None):
+        """Names the op, enqueues it and registers a Handle for it.
+
+        enqueue(core_name) -> Work (group_size None), or enqueue(core_names)
+        -> list[Work] for a group of group_size tensors named
+        '<base>_<i>of<group_size>'. keep: objects that must stay alive until
+        the op completes. finish(works) -> the op's result, called by
+        synchronize() on success.
+
+        Enqueue-time errors: ValueError (bad arguments, a name still
+        reserved, not initialized) propagates; other core errors become
+        HorovodInternalError. Either way no number is consumed.
+        """
+        with self._naming:
+            base = f"{op}.{name}" if name is not None else self._unnamed(op, process_set_id)
+            names = base if group_size is None else [f"{base}_{i + 1}of{group_size}"
+                                                     for i in range(group_size)]
+            works = _call_enqueue(lambda: enqueue(names))
+            if name is None:
+                with self._lock:
+                    key = (op, process_set_id)
+                    self._noname[key] = self._noname.get(key, 0) + 1
+        return self.add(Handle(base, works, keep, finish))
+
+    def submit_internal(self, handle_name, enqueue, keep, finish):
+        """Like submit() for ops whose core names are fixed (join, barrier,
+        empty groups): enqueue() -> Work or list[Work]."""
+        return self.add(Handle(handle_name, _call_enqueue(enqueue), keep, finish))
+
+    def add(self, handle):
+        with self._lock:
+            self._pending[handle] = True
+        return handle
+
+    def contains(self, handle):
+        with self._lock:
+            return handle in self._pending
+
+    def discard(self, handle):
+        with self._lock:
+            self._pending.pop(handle, None)
+
+    def realign(self):
+        """Called on every rank when a join() completes: unnamed numbering
+        continues in a new epoch, equal on every rank whatever ops the ranks
+        that joined early skipped."""
+        with self._lock:
+            self._epoch += 1
+            self._noname = {}
+
+    def reset(self):
+        with self._lock:
+            self._pending = {}
+            self._noname = {}
+            self._epoch = 0
+
+
+def _call_enqueue(enqueue):
+    try:
+        works = enqueue()
+    except ValueError:
+        raise
+    except RuntimeError as e:
+        raise HorovodInternalError(str(e)) from e
+    return works if isinstance(works, list) else [works]
+
+
+HANDLES = HandleTable()
+DEFAULT_RUNTIME.add_reset_listener(HANDLES.reset)
+submit = HANDLES.submit
+submit_internal = HANDLES.submit_internal
+
+
+def poll(handle):
+    """True if the op of `handle` has completed (synchronize() then returns
+    without blocking). Never blocks. ValueError for a handle that was already
+    synchronized or was not returned by a Horovod op."""
+    if not isinstance(handle, Handle) or not HANDLES.contains(handle):
+        raise ValueError(f"Handle {handle!r} was not created or has been cleared (synchronized).")
+    return all(w.is_completed() for w in handle._works)
+
+
+def synchronize(handle):
+    """Waits (GIL released) for the op of `handle`, releases its names and
+    returns its output (what the adapter's finish() builds: a tensor, a list
+    of tensors for grouped ops, (output, received_splits) for alltoall).
+    Raises HorovodInternalError if the collective failed (a cross-rank
+    mismatch, a deadlock, a lost peer, shutdown). Returns None for a handle
+    that is unknown or already synchronized (as upstream)."""
+    if not isinstance(handle, Handle) or not HANDLES.contains(handle):
+        return None
+    error = None
+    # A KeyboardInterrupt while waiting leaves the handle pending (and its
+    # buffers alive and names reserved), so it can still be synchronized.
+    for w in handle._works:
+        try:
+            while not w.wait(_WAIT_SLICE_SECONDS):
+                pass
+        except RuntimeError as e:
+            # Keep waiting on the rest: their buffers must stay alive until
+            # the core is done with them.
+            error = error or e
+    HANDLES.discard(handle)
+    for w in handle._works:
+        w.release_name()
+    if error is not None:
+        raise HorovodInternalError(str(error)) from error
+    return handle._finish(handle._works)
