@@ -52,6 +52,11 @@ Runtime::Runtime() { RegisterCpuDevice(&registry_); }
 
 Runtime::~Runtime() { Shutdown(); }
 
+bool Runtime::GenerationEnded() {
+  std::lock_guard<std::mutex> lock(failure_mu_);
+  return initialized_ && !failure_.ok();
+}
+
 Status Runtime::CheckInitialized() const {
   if (!initialized_)
     return Status::InvalidArgument("Horovod has not been initialized; call hvd.init() first.");

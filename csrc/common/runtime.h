@@ -67,6 +67,10 @@ class Runtime {
   // fails whatever is still queued. Safe to call twice.
   void Shutdown();
   bool initialized() const { return initialized_; }
+  // Initialized, but the background loop of this generation has ended (a
+  // peer shut down, a peer or the transport failed): every op fails until
+  // Shutdown() and Init() start the next generation.
+  bool GenerationEnded();
   const Topology& topology() const { return topo_; }
   bool IsHomogeneous() const;
 

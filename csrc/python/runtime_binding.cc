@@ -95,6 +95,8 @@ void BindRuntime(py::module_& m) {
         rt.Shutdown();
       })
       .def("is_initialized", &Runtime::initialized)
+      .def("generation_ended", &Runtime::GenerationEnded,
+           "True once the job of this generation ended under this rank (see Runtime).")
       .def("rank", [](const Runtime& rt) { return Topo(rt).rank; })
       .def("size", [](const Runtime& rt) { return Topo(rt).size; })
       .def("local_rank", [](const Runtime& rt) { return Topo(rt).local_rank; })

@@ -43,7 +43,8 @@ class HorovodBasics:
 
         Idempotent while initialized (process sets given again are bound to the
         already registered sets with the same ranks). Registers shutdown() with
-        atexit. After shutdown(), init() starts a new job generation.
+        atexit. After shutdown(), or once the job ended under this rank (a
+        peer shut down or failed), init() starts a new job generation.
         Raises ValueError for bad arguments/settings, RuntimeError if the ranks
         cannot connect.
         """
@@ -61,6 +62,11 @@ class HorovodBasics:
         _ps._check_process_set_list(process_sets)
         self._check_comm(comm, None)
         rt = DEFAULT_RUNTIME.runtime()
+        if rt.generation_ended():
+            # A peer shut down (or failed) and this rank never called
+            # shutdown() (e.g. its tearDown raised first): finish that
+            # generation here, so this init starts the next one with them.
+            self.shutdown()
         if not rt.is_initialized():
             rt.init([list(ps.ranks) for ps in process_sets], dynamic)
         self._check_comm(comm, rt.size())

@@ -6,6 +6,9 @@ Runs a loop of allreduces through horovod.torch; one rank misbehaves:
                rank 0 must get HorovodInternalError instead of hanging
   shutdown     rank 1 calls hvd.shutdown() while rank 0 waits on an allreduce;
                rank 0 must get HorovodInternalError saying Horovod was shut down
+  sigstop      rank 1 freezes itself (SIGSTOP) in iteration 20; rank 0 must get
+               HorovodInternalError naming rank 1 within HOROVOD_GLOO_TIMEOUT_SECONDS
+               (and exits non-zero, so horovodrun ends the job)
   stall        every rank submits a tensor no other rank submits; the stall
                inspector (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS) must fail both,
                naming the missing ranks
@@ -35,6 +38,28 @@ if mode == "sigkill":
             os.kill(os.getpid(), signal.SIGKILL)
         hvd.allreduce(t, name="loop")
     sys.exit(0)
+
+if mode == "sigkill_timed":
+    # Prints the moment of the kill so the test can measure how long the
+    # launcher takes to end the job after it.
+    import time
+    for i in range(1000):
+        if rank == 1 and i == 20:
+            print(f"KILLED_AT {time.time():.3f}", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        hvd.allreduce(t, name="loop")
+    sys.exit(0)
+
+if mode == "sigstop":
+    for i in range(1000):
+        if rank == 1 and i == 20:
+            os.kill(os.getpid(), signal.SIGSTOP)
+        try:
+            hvd.allreduce(t, name="loop")
+        except hvd.HorovodInternalError as e:
+            caught(e)
+            sys.exit(3)
+    sys.exit("rank 0 finished 1000 allreduces although rank 1 froze")
 
 if mode == "vanish":
     for i in range(5):

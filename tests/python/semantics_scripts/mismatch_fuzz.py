@@ -1,0 +1,653 @@
+"""mismatch_fuzz.py TARGET [SEED [NAME,PROCESS_SET,OP_NAME]]: randomized cross-rank mismatches.
+
+Runs trials until at least TARGET mismatched collectives have been submitted
+(every rank draws the same plan from one seeded random.Random, so all ranks
+agree on every trial). Each trial submits 1-4 mismatched ops, sometimes with
+healthy bystander ops in flight, on the global set or on a process set
+([0, 1] / [1, 2] at np >= 3), then synchronizes them in a rank-local random
+order. The mismatch kinds:
+
+  op          one name, different collectives (see same_core_prefix below)
+  dtype       different element types (one member of a grouped allreduce)
+  shape       different shapes (trailing dims / ndim for allgather, alltoall;
+              zero-length and odd sizes included)
+  root        different broadcast roots
+  reduce_op   different reduction ops
+  scale       different prescale / postscale factors
+  name        different names (never completes: deadlock detection)
+  process_set same name, one rank on a process set, the rest on the global
+              set (deadlock detection)
+  op_name     different collectives through the public API: the core names
+              ('<op>.<name>') differ, so this is a deadlock too
+
+Checks, on every rank of the op's process set: enqueue succeeds;
+synchronize raises HorovodInternalError whose message is exactly the
+coordinator's sentence naming the core tensor name, the lowest rank and the
+first rank that differs from it (always a deviating one) with both values;
+for deadlocks, the message names the tensor, the process set and lists, per
+rank of the set, exactly the tensors that rank submitted. Inputs are left
+unchanged; bystanders complete with exact results. After every trial a
+healthy allreduce gives an exact result, and now and then every mismatched
+name is reused consistently (its name was released by the failed
+synchronize; names from a small pool also hit the response cache).
+
+Needs HOROVOD_DEADLOCK_TIMEOUT_SECONDS set low (the test uses 1): each
+deadlock-class trial waits for it. Prints a FUZZ-SUMMARY on rank 0 and
+'SEMANTICS-OK mismatch_fuzz ...' on every rank.
+"""
+import contextlib
+import os
+import random
+import re
+import sys
+import time
+
+import torch
+
+import horovod.torch as hvd
+from horovod_accel.torch import ops_allreduce, ops_alltoall, ops_gather
+from _sem_common import check, check_equal, done
+
+TARGET = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+SEED = int(sys.argv[2]) if len(sys.argv) > 2 else 20261123
+# Deadlock-class trials (each costs about the deadlock timeout): how many of
+# each kind, spread over the run.
+DEADLOCK_QUOTA = {"name": 12, "process_set": 12, "op_name": 5}
+if len(sys.argv) > 3:
+    DEADLOCK_QUOTA = dict(zip(DEADLOCK_QUOTA, map(int, sys.argv[3].split(","))))
+DEADLOCK_EVERY = 19  # one deadlock-class trial every this many trials, until the quota is met
+
+t_start = time.monotonic()
+env_size = int(os.environ.get("HOROVOD_SIZE", "1"))
+ps01 = ps12 = None
+if env_size >= 3:
+    ps01, ps12 = hvd.ProcessSet([0, 1]), hvd.ProcessSet([1, 2])
+    hvd.init(process_sets=[ps01, ps12])
+else:
+    hvd.init()
+rank, size = hvd.rank(), hvd.size()
+check(size >= 2, "mismatch_fuzz.py needs at least 2 ranks")
+check(float(os.environ.get("HOROVOD_DEADLOCK_TIMEOUT_SECONDS", "5")) <= 2,
+      "run with HOROVOD_DEADLOCK_TIMEOUT_SECONDS <= 2 (deadlock-class trials wait for it)")
+
+# process set key -> (ProcessSet object, sorted global ranks)
+SETS = {"g": (hvd.global_process_set, list(range(size)))}
+if ps01 is not None:
+    SETS["01"] = (ps01, [0, 1])
+    SETS["12"] = (ps12, [1, 2])
+else:
+    DEADLOCK_QUOTA["process_set"] = 0
+
+DTYPES = {"uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
+          "int64": torch.int64, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "float32": torch.float32, "float64": torch.float64, "bool": torch.bool}
+REDUCE_DTYPES = [d for d in DTYPES if d != "bool"]
+REDUCE_OPS = {"Sum": hvd.Sum, "Average": hvd.Average, "Min": hvd.Min, "Max": hvd.Max,
+              "Product": hvd.Product}
+REDUCING = ("allreduce", "grouped_allreduce", "reducescatter")
+ALL_OPS = ("allreduce", "grouped_allreduce", "allgather", "broadcast", "alltoall", "reducescatter")
+PLAIN_OPS = ("allreduce", "allgather", "broadcast", "alltoall", "reducescatter")
+SCALES = [1.0, 1.0, 2.0, 0.5, 3.0, 0.25]
+# The op kind gives every rank's op the same core name: 'xop.<name>'.
+SAME_PREFIX = "xop"
+
+rng = random.Random(SEED)                 # shared: every rank draws the same plan
+local = random.Random(SEED * 7919 + rank)  # rank-local choices (order, in-place variants)
+
+
+# ---------------------------------------------------------------- plan
+
+
+def draw_dim():
+    r = rng.random()
+    if r < 0.12:
+        return 0
+    if r < 0.95:
+        return rng.choice([1, 1, 2, 3, 4, 5, 7, 13])
+    return rng.choice([31, 257, 1031])  # odd, larger sizes
+
+
+def draw_trailing(ndim):
+    """ndim - 1 trailing dims, keeping tensors small."""
+    dims = []
+    for _ in range(ndim - 1):
+        d = draw_dim()
+        dims.append(d if d <= 13 else 3)
+    return dims
+
+
+def draw_shape(min_ndim):
+    ndim = rng.randint(min_ndim, 3)
+    return tuple([draw_dim()] + draw_trailing(ndim)) if ndim else ()
+
+
+def members(set_key):
+    return SETS[set_key][1]
+
+
+def base_spec(op, set_key, name, dtype=None):
+    """Per-rank specs {global rank: dict} of a consistent op on set_key."""
+    ranks = members(set_key)
+    n = len(ranks)
+    common = {"op": op, "set": set_key, "name": name, "pre": 1.0, "post": 1.0, "root": None,
+              "reduce": None, "splits": None}
+    if op in REDUCING:
+        common["dtype"] = dtype if dtype in REDUCE_DTYPES else rng.choice(REDUCE_DTYPES)
+        common["reduce"] = rng.choice(list(REDUCE_OPS))
+        if rng.random() < 0.2:
+            common["pre"], common["post"] = rng.choice(SCALES), rng.choice(SCALES)
+    else:
+        common["dtype"] = dtype or rng.choice(list(DTYPES))
+    specs = {}
+    if op == "allreduce":
+        common["shape"] = draw_shape(0)
+    elif op == "grouped_allreduce":
+        k = rng.randint(1, 3)
+        common["dtypes"] = [common["dtype"]] + [rng.choice(REDUCE_DTYPES) for _ in range(k - 1)]
+        common["shapes"] = [draw_shape(0) for _ in range(k)]
+    elif op == "broadcast":
+        common["shape"] = draw_shape(0)
+        common["root"] = rng.choice(ranks)
+    elif op == "reducescatter":
+        common["shape"] = draw_shape(1)
+    elif op == "allgather":
+        trailing = draw_trailing(rng.randint(1, 3))
+        for r in ranks:  # dim 0 may differ between ranks
+            specs[r] = dict(common, shape=tuple([draw_dim()] + trailing))
+    elif op == "alltoall":
+        trailing = draw_trailing(rng.randint(1, 3))
+        for r in ranks:
+            if rng.random() < 0.5:
+                splits = None
+                d0 = n * rng.choice([0, 1, 1, 2, 3])
+            else:
+                splits = [rng.choice([0, 1, 2, 3]) for _ in range(n)]
+                d0 = sum(splits)
+            specs[r] = dict(common, shape=tuple([d0] + trailing), splits=splits)
+    else:
+        raise AssertionError(op)
+    if not specs:
+        specs = {r: dict(common) for r in ranks}
+    for s in specs.values():  # fresh lists per rank
+        for key in ("dtypes", "shapes"):
+            if key in s:
+                s[key] = list(s[key])
+    return specs
+
+
+def core_name(spec, member=None):
+    prefix = spec.get("prefix") or spec["op"]
+    base = f"{prefix}.{spec['name']}"
+    if spec["op"] == "grouped_allreduce":
+        return f"{base}_{(member or 0) + 1}of{len(spec['shapes'])}"
+    return base
+
+
+def fmt_scale(x):
+    return "%g" % x
+
+
+def shape_str(shape):
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def deviators_of(ranks):
+    """A non-empty proper subset of ranks (the ranks that deviate)."""
+    k = rng.randint(1, len(ranks) - 1)
+    return sorted(rng.sample(ranks, k))
+
+
+def other(choices, value):
+    return rng.choice([c for c in choices if c != value])
+
+
+def plan_cheap_mismatch(kind, name):
+    """A mismatched op whose error comes from the coordinator's validation.
+    Returns the op plan: per-rank specs, the core name that must be named and
+    the exact expected message."""
+    set_key = rng.choice(["g", "g", "g", "01", "12"]) if len(SETS) > 1 else "g"
+    ranks = members(set_key)
+    devs = deviators_of(ranks)
+    member = None
+    if kind == "op":
+        ops = list(PLAIN_OPS)
+        base_op = rng.choice(ops)
+        dtype = rng.choice(REDUCE_DTYPES)  # valid for every op, so every enqueue succeeds
+        specs = base_spec(base_op, set_key, name, dtype)
+        for d in devs:
+            specs[d] = base_spec(other(ops, base_op), set_key, name, dtype)[d]
+        for s in specs.values():
+            s["prefix"] = SAME_PREFIX
+        field = lambda s: s["op"]  # noqa: E731
+    elif kind == "dtype":
+        op = rng.choice(ALL_OPS)
+        specs = base_spec(op, set_key, name)
+        choices = REDUCE_DTYPES if op in REDUCING else list(DTYPES)
+        if op == "grouped_allreduce":
+            member = rng.randrange(len(specs[ranks[0]]["dtypes"]))
+            for d in devs:
+                specs[d]["dtypes"][member] = other(choices, specs[d]["dtypes"][member])
+            field = lambda s: s["dtypes"][member]  # noqa: E731
+        else:
+            for d in devs:
+                specs[d]["dtype"] = other(choices, specs[d]["dtype"])
+            field = lambda s: s["dtype"]  # noqa: E731
+    elif kind == "shape":
+        op = rng.choice(ALL_OPS)
+        specs = base_spec(op, set_key, name)
+        if op == "grouped_allreduce":
+            member = rng.randrange(len(specs[ranks[0]]["shapes"]))
+            for d in devs:
+                old = specs[d]["shapes"][member]
+                specs[d]["shapes"][member] = next(s for s in iter(lambda: draw_shape(0), None)
+                                                  if s != old)
+            field = lambda s: s["shapes"][member]  # noqa: E731
+        elif op in ("allgather", "alltoall"):
+            n = len(ranks)
+            for d in devs:
+                old = specs[d]["shape"]
+                while True:
+                    trailing = draw_trailing(rng.randint(1, 3))
+                    if trailing != list(old[1:]):
+                        break
+                if op == "alltoall":
+                    splits = specs[d]["splits"]
+                    d0 = sum(splits) if splits is not None else n * rng.choice([0, 1, 2])
+                else:
+                    d0 = draw_dim()
+                specs[d]["shape"] = tuple([d0] + trailing)
+            field = lambda s: (len(s["shape"]), s["shape"][1:])  # noqa: E731
+        else:
+            min_ndim = 1 if op == "reducescatter" else 0
+            for d in devs:
+                old = specs[d]["shape"]
+                specs[d]["shape"] = next(s for s in iter(lambda: draw_shape(min_ndim), None)
+                                         if s != old)
+            field = lambda s: s["shape"]  # noqa: E731
+    elif kind == "root":
+        specs = base_spec("broadcast", set_key, name)
+        for d in devs:
+            specs[d]["root"] = other(ranks, specs[d]["root"])
+        field = lambda s: s["root"]  # noqa: E731
+    elif kind == "reduce_op":
+        specs = base_spec(rng.choice(REDUCING), set_key, name)
+        for d in devs:
+            specs[d]["reduce"] = other(list(REDUCE_OPS), specs[d]["reduce"])
+        field = lambda s: s["reduce"]  # noqa: E731
+    elif kind == "scale":
+        specs = base_spec(rng.choice(REDUCING), set_key, name)
+        for d in devs:
+            which = rng.choice(["pre", "post"])
+            specs[d][which] = other(SCALES, specs[d][which])
+        field = lambda s: (s["pre"], s["post"])  # noqa: E731
+    else:
+        raise AssertionError(kind)
+
+    # The coordinator compares the lowest rank of the set with the others in
+    # rank order and reports the first that differs (necessarily a deviator
+    # or, if the lowest rank deviates, the lowest rank itself).
+    g0 = ranks[0]
+    gb = next(r for r in ranks[1:] if field(specs[r]) != field(specs[g0]))
+    a, b = specs[g0], specs[gb]
+    op = a["op"]
+    cname = core_name(a, member)
+    if kind == "op":
+        msg = (f"Mismatched collective operations for tensor '{cname}': rank {g0} called {a['op']} "
+               f"but rank {gb} called {b['op']}.")
+    elif kind == "dtype":
+        da, db = (a["dtypes"][member], b["dtypes"][member]) if member is not None else (a["dtype"], b["dtype"])
+        msg = f"Mismatched data types for tensor '{cname}': rank {g0} has {da}, rank {gb} has {db}."
+    elif kind == "shape":
+        sa, sb = (a["shapes"][member], b["shapes"][member]) if member is not None else (a["shape"], b["shape"])
+        req = "allreduce" if op == "grouped_allreduce" else op
+        msg = (f"Mismatched {req} tensor shapes for tensor '{cname}': rank {g0} has {shape_str(sa)}, "
+               f"rank {gb} has {shape_str(sb)}")
+        msg += "; all dimensions except the first must match." if op in ("allgather", "alltoall") else "."
+    elif kind == "root":
+        msg = (f"Mismatched broadcast root ranks for tensor '{cname}': rank {g0} uses root {a['root']}, "
+               f"rank {gb} uses root {b['root']}.")
+    elif kind == "reduce_op":
+        msg = (f"Mismatched reduction operations for tensor '{cname}': rank {g0} uses {a['reduce']}, "
+               f"rank {gb} uses {b['reduce']}.")
+    else:
+        msg = (f"Mismatched prescale/postscale factors for tensor '{cname}': rank {g0} uses "
+               f"{fmt_scale(a['pre'])}/{fmt_scale(a['post'])}, rank {gb} uses "
+               f"{fmt_scale(b['pre'])}/{fmt_scale(b['post'])}.")
+    return {"kind": kind, "set": set_key, "specs": specs, "devs": devs, "core": cname,
+            "named": (g0, gb), "msg": msg, "mismatch": True}
+
+
+def plan_deadlock(kind, name):
+    """A mismatch that can never complete. Every rank of the job submits; the
+    expected error of rank r names its own tensor and lists per rank of its
+    set what that rank submitted there."""
+    op = rng.choice(PLAIN_OPS)
+    ranks = members("g")
+    if kind == "process_set":
+        set_key = rng.choice([k for k in SETS if k != "g"])
+        devs = [rng.choice(members(set_key))]
+        specs = base_spec(op, "g", name)
+        dspec = base_spec(op, set_key, name)
+        specs[devs[0]] = dspec[devs[0]]
+    else:
+        devs = deviators_of(ranks)
+        specs = base_spec(op, "g", name)
+        distinct = rng.random() < 0.5
+        for d in devs:
+            if kind == "name":
+                specs[d]["name"] = f"{name}x{d}" if distinct else f"{name}x"
+            else:  # op_name: another public op, so another core name
+                specs[d] = base_spec(other(PLAIN_OPS, op), "g", name, specs[d]["dtype"])[d]
+    expected = {}
+    for r in ranks:
+        set_key = specs[r]["set"]
+        set_id = SETS[set_key][0].process_set_id
+        pending = {m: ({core_name(specs[m])} if specs[m]["set"] == set_key else set())
+                   for m in members(set_key)}
+        expected[r] = (core_name(specs[r]), set_id, pending)
+    return {"kind": kind, "set": "g", "specs": specs, "devs": devs, "deadlock": expected,
+            "mismatch": True}
+
+
+def plan_bystander(name):
+    set_key = rng.choice(list(SETS))
+    op = rng.choice(ALL_OPS)
+    specs = base_spec(op, set_key, name)
+    for s in specs.values():
+        make_safe(s)
+    return {"kind": "bystander", "set": set_key, "specs": specs, "mismatch": False}
+
+
+def make_safe(s):
+    """Parameters whose result is exact: small integer values, no Product or
+    Average, no scaling."""
+    s["pre"] = s["post"] = 1.0
+    if s["reduce"] in ("Product", "Average"):
+        s["reduce"] = "Sum"
+
+
+# ---------------------------------------------------------------- execution
+
+
+def make_tensor(dtype, shape, r, salt):
+    n = 1
+    for d in shape:
+        n *= d
+    v = (torch.arange(n, dtype=torch.int64) * (r + 1) + 3 * r + salt) % (2 if dtype == "bool" else 11)
+    return v.reshape(shape).to(DTYPES[dtype])
+
+
+def tensors_of(spec, r, salt):
+    if spec["op"] == "grouped_allreduce":
+        return [make_tensor(dt, sh, r, salt + i) for i, (dt, sh) in enumerate(zip(spec["dtypes"], spec["shapes"]))]
+    return make_tensor(spec["dtype"], spec["shape"], r, salt)
+
+
+@contextlib.contextmanager
+def same_core_prefix(prefix):
+    """The public API names every op '<op>.<name>', so two ranks running
+    different collectives under one name never meet (that is the op_name
+    deadlock kind). To reach the coordinator's check that one name is used
+    by one collective, the op modules' submit() is given a fixed prefix, so
+    every rank's op gets the core name '<prefix>.<name>'."""
+    mods = (ops_allreduce, ops_gather, ops_alltoall)
+    saved = [m.submit for m in mods]
+
+    def fixed(orig):
+        return lambda _op, *args, **kwargs: orig(prefix, *args, **kwargs)
+
+    try:
+        for m, orig in zip(mods, saved):
+            m.submit = fixed(orig)
+        yield
+    finally:
+        for m, orig in zip(mods, saved):
+            m.submit = orig
+
+
+def submit(spec, x):
+    ps = SETS[spec["set"]][0]
+    op, name = spec["op"], spec["name"]
+    inplace = local.random() < 0.3
+    red = REDUCE_OPS.get(spec["reduce"])
+    with (same_core_prefix(spec["prefix"]) if spec.get("prefix") else contextlib.nullcontext()):
+        if op == "allreduce":
+            fn = hvd.allreduce_async_ if inplace else hvd.allreduce_async
+            return fn(x, name=name, op=red, prescale_factor=spec["pre"], postscale_factor=spec["post"],
+                      process_set=ps), inplace
+        if op == "grouped_allreduce":
+            fn = hvd.grouped_allreduce_async_ if inplace else hvd.grouped_allreduce_async
+            return fn(x, name=name, op=red, prescale_factor=spec["pre"], postscale_factor=spec["post"],
+                      process_set=ps), inplace
+        if op == "broadcast":
+            fn = hvd.broadcast_async_ if inplace else hvd.broadcast_async
+            return fn(x, root_rank=spec["root"], name=name, process_set=ps), inplace
+        if op == "allgather":
+            return hvd.allgather_async(x, name=name, process_set=ps), False
+        if op == "alltoall":
+            return hvd.alltoall_async(x, splits=spec["splits"], name=name, process_set=ps), False
+        if op == "reducescatter":
+            return hvd.reducescatter_async(x, name=name, op=red, process_set=ps,
+                                           prescale_factor=spec["pre"],
+                                           postscale_factor=spec["post"]), False
+    raise AssertionError(op)
+
+
+def reduce_expected(ts, how, dtype):
+    st = torch.stack([t.to(torch.float64) for t in ts])
+    out = {"Sum": st.sum(0), "Min": st.amin(0), "Max": st.amax(0)}[how]
+    return out.to(DTYPES[dtype])
+
+
+def expected_result(plan, salt):
+    """This rank's exact result of a consistent (make_safe) op."""
+    specs = plan["specs"]
+    ranks = members(plan["set"])
+    me = specs[rank]
+    op = me["op"]
+    ins = {r: tensors_of(specs[r], r, salt) for r in ranks}
+    if op == "allreduce":
+        return reduce_expected([ins[r] for r in ranks], me["reduce"], me["dtype"])
+    if op == "grouped_allreduce":
+        return [reduce_expected([ins[r][i] for r in ranks], me["reduce"], dt)
+                for i, dt in enumerate(me["dtypes"])]
+    if op == "broadcast":
+        return ins[me["root"]]
+    if op == "allgather":
+        return torch.cat([ins[r] for r in ranks], 0)
+    if op == "reducescatter":
+        full = reduce_expected([ins[r] for r in ranks], me["reduce"], me["dtype"])
+        n, d0, sr = len(ranks), full.shape[0], ranks.index(rank)
+        rows = [d0 // n + (1 if i < d0 % n else 0) for i in range(n)]
+        return full[sum(rows[:sr]):sum(rows[:sr + 1])]
+    if op == "alltoall":
+        n, sr = len(ranks), ranks.index(rank)
+        blocks, received = [], []
+        for r in ranks:
+            sp = specs[r]["splits"] or [ins[r].shape[0] // n] * n
+            off = sum(sp[:sr])
+            blocks.append(ins[r][off:off + sp[sr]])
+            received.append(sp[sr])
+        return torch.cat(blocks, 0), torch.tensor(received, dtype=torch.int32)
+    raise AssertionError(op)
+
+
+def check_result(out, expected, what):
+    if isinstance(expected, tuple):  # alltoall: (output, received_splits)
+        check(isinstance(out, tuple) and len(out) == 2, f"{what}: alltoall result {out!r}")
+        check_equal(out[0], expected[0], what)
+        check_equal(out[1], expected[1], f"{what} (received splits)")
+    elif isinstance(expected, list):
+        check(isinstance(out, list) and len(out) == len(expected), f"{what}: grouped result {out!r}")
+        for i, (o, e) in enumerate(zip(out, expected)):
+            check_equal(o, e, f"{what} [{i}]")
+    else:
+        check_equal(out, expected, what)
+
+
+def clone(x):
+    return [t.clone() for t in x] if isinstance(x, list) else x.clone()
+
+
+def same(x, y):
+    if isinstance(x, list):
+        return len(x) == len(y) and all(same(a, b) for a, b in zip(x, y))
+    return x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y)
+
+
+PENDING_RE = re.compile(r"Pending, per rank: (.*?)\. Every rank must submit")
+
+
+def parse_pending(msg):
+    m = PENDING_RE.search(msg)
+    check(m is not None, f"deadlock message lacks the per-rank pending list: {msg!r}")
+    out = {}
+    for part in m.group(1).split("; "):
+        pm = re.fullmatch(r"rank (\d+): (?:\(joined\) )?(.*)", part)
+        check(pm is not None, f"unparsable pending entry {part!r} in {msg!r}")
+        out[int(pm.group(1))] = set(re.findall(r"'([^']*)'", pm.group(2)))
+    return out
+
+
+def check_error(plan, msg, what):
+    check("rank" in msg, f"{what}: message lacks 'rank': {msg!r}")
+    if "deadlock" in plan:
+        cname, set_id, pending = plan["deadlock"][rank]
+        check(msg.startswith(f"Tensor '{cname}': Deadlock detected"),
+              f"{what}: expected a deadlock error for {cname!r}, got {msg!r}")
+        check(f"no pending collective of process set {set_id} " in msg,
+              f"{what}: message does not name process set {set_id}: {msg!r}")
+        check_equal(parse_pending(msg), pending, f"{what}: pending tensors per rank in {msg!r}")
+        for d in plan["devs"]:
+            check(f"rank {d}: " in msg, f"{what}: deviating rank {d} not named: {msg!r}")
+    else:
+        check(plan["core"] in msg, f"{what}: message lacks the tensor {plan['core']!r}: {msg!r}")
+        check(any(f"rank {d} " in msg for d in plan["devs"]),
+              f"{what}: no deviating rank of {plan['devs']} named: {msg!r}")
+        check(plan["msg"] in msg, f"{what}: expected {plan['msg']!r}, got {msg!r}")
+
+
+def run_ops(plans, salt, what):
+    """Submits every plan this rank is a member of (in plan order), then
+    synchronizes them in a rank-local random order and checks each.
+    Returns the number of errors this rank saw."""
+    subs = []
+    for j, p in enumerate(plans):
+        spec = p["specs"].get(rank)
+        if spec is None:
+            continue
+        x = tensors_of(spec, rank, salt + j)
+        keep = clone(x)
+        try:
+            h, inplace = submit(spec, x)
+        except Exception as e:
+            raise AssertionError(f"[rank {rank}] {what} op {j} ({p['kind']}, {core_name(spec)}): "
+                                 f"enqueue raised {type(e).__name__}: {e}") from e
+        subs.append((j, p, h, x, keep, inplace))
+    local.shuffle(subs)
+    errors = 0
+    for j, p, h, x, keep, inplace in subs:
+        tag = f"{what} op {j} ({p['kind']}, {core_name(p['specs'][rank])})"
+        try:
+            out = hvd.synchronize(h)
+        except hvd.HorovodInternalError as e:
+            check(p["mismatch"], f"{tag}: a consistent op failed: {e}")
+            check_error(p, str(e), tag)
+            errors += 1
+            if not inplace:
+                check(same(x, keep), f"{tag}: a failed op modified its input")
+            continue
+        except Exception as e:
+            raise AssertionError(f"[rank {rank}] {tag}: expected HorovodInternalError, got "
+                                 f"{type(e).__name__}: {e}") from e
+        check(not p["mismatch"], f"{tag}: the mismatch did not raise (result {out!r})")
+        check_result(out, expected_result(p, salt + j), tag)
+    return errors
+
+
+def healthy(i):
+    """A normal allreduce after every trial; sometimes one on each process set too."""
+    name = "healthy" if i % 2 else f"h{i % 37}"
+    out = hvd.allreduce(torch.full((5,), float(rank + i)), op=hvd.Sum, name=name)
+    check_equal(out, torch.full((5,), float(sum(r + i for r in range(size)))),
+                f"healthy allreduce after trial {i}")
+    if i % 10 == 0:
+        for key, (ps, ranks) in SETS.items():
+            if key != "g" and rank in ranks:
+                out = hvd.allreduce(torch.full((3,), rank * 10 + i, dtype=torch.int64), op=hvd.Sum,
+                                    name=f"healthy_{key}", process_set=ps)
+                check_equal(out, torch.full((3,), sum(r * 10 + i for r in ranks), dtype=torch.int64),
+                            f"healthy allreduce on set {key} after trial {i}")
+
+
+CHEAP_KINDS = ["op", "dtype", "shape", "root", "reduce_op", "scale"]
+POOL = [f"pool{k}" for k in range(16)]
+deadlock_queue = [k for k, n in DEADLOCK_QUOTA.items() for _ in range(n)]
+rng.shuffle(deadlock_queue)
+
+counts = {k: 0 for k in CHEAP_KINDS + list(DEADLOCK_QUOTA)}
+by_set = {k: 0 for k in SETS}
+zero_length = 0
+mismatches = trials = bystanders = reruns = errors_seen = 0
+deadlock_time = 0.0
+healthy(0)
+i = 0
+while mismatches < TARGET or deadlock_queue:
+    i += 1
+    trials += 1
+    salt = rng.randrange(1000)
+    if deadlock_queue and i % DEADLOCK_EVERY == 0:
+        kind = deadlock_queue.pop()
+        plans = [plan_deadlock(kind, f"fz{i}")]
+    else:
+        used = set()
+        plans = []
+        for j in range(rng.choice([1, 1, 1, 1, 2, 2, 3, 4])):
+            name = rng.choice(POOL) if rng.random() < 0.15 else f"fz{i}_{j}"
+            if name in used:
+                name = f"fz{i}_{j}"
+            used.add(name)
+            plans.append(plan_cheap_mismatch(rng.choice(CHEAP_KINDS), name))
+        for j in range(rng.choice([0, 0, 0, 1, 2])):
+            plans.insert(rng.randrange(len(plans) + 1), plan_bystander(f"by{i}_{j}"))
+    for p in plans:
+        if p["mismatch"]:
+            mismatches += 1
+            counts[p["kind"]] += 1
+            by_set[p["set"]] += 1
+            shapes = [sh for s in p["specs"].values() for sh in (s.get("shapes") or [s["shape"]])]
+            zero_length += any(0 in sh for sh in shapes)
+        else:
+            bystanders += 1
+    t0 = time.monotonic()
+    errors_seen += run_ops(plans, salt, f"trial {i}")
+    if "deadlock" in plans[0]:
+        deadlock_time += time.monotonic() - t0
+    healthy(i)
+    if rng.random() < 0.25:
+        # The failed names were released: reuse them consistently.
+        again = []
+        for p in plans:
+            if not p["mismatch"] or "deadlock" in p:
+                continue
+            base_rank = members(p["set"])[0]
+            ref = p["specs"][base_rank]
+            specs = base_spec(ref["op"] if p["kind"] != "op" else rng.choice(PLAIN_OPS), p["set"],
+                              ref["name"])
+            for s in specs.values():
+                make_safe(s)
+                s["prefix"] = ref.get("prefix")
+            again.append({"kind": "rerun", "set": p["set"], "specs": specs, "mismatch": False})
+        reruns += len(again)
+        run_ops(again, salt + 100, f"trial {i} rerun")
+
+check(mismatches >= TARGET, f"only {mismatches} mismatches")
+elapsed = time.monotonic() - t_start
+if rank == 0:
+    kinds = " ".join(f"{k}={v}" for k, v in counts.items())
+    sets = " ".join(f"{k}={v}" for k, v in by_set.items())
+    print(f"FUZZ-SUMMARY np={size} mismatches={mismatches} trials={trials} kinds: {kinds} | "
+          f"sets: {sets} | zero_length={zero_length} bystanders={bystanders} reruns={reruns} "
+          f"deadlock_time={deadlock_time:.1f}s elapsed={elapsed:.1f}s", flush=True)
+hvd.shutdown()
+done("mismatch_fuzz", size=size, mismatches=mismatches, errors_seen=errors_seen)
