@@ -239,6 +239,44 @@ TEST_P(ControllerTest, StallShutdownNamesMissingRanks) {
   EXPECT_NE(errors[0].find("ranks [1"), std::string::npos) << errors[0];
 }
 
+// NOTE [Deadlock detection]: while every rank reports stuck, each set's
+// coordinator fails every waiting request, naming per rank what it submitted;
+// if a single rank is not stuck (e.g. computing), nothing fails.
+TEST_P(ControllerTest, DeadlockFailsWaitingRequestsOnlyWhenEveryRankIsStuck) {
+  const int size = world();
+  const std::string kind = transport();
+  if (size < 2) GTEST_SKIP() << "a lone rank's request is always complete";
+  std::vector<std::string> errors(size);
+  std::vector<int> before_all_stuck(size, 0);
+  RunRanks(size, [&](int rank, int n, Store* store) {
+    Rank me;
+    MakeRank(kind, rank, n, store, ControllerOptions(), &me);
+    // Every rank submits its own name; the last rank is not stuck for the
+    // first 20 cycles (it is "computing").
+    std::vector<Request> reqs{Req(rank, "only_" + std::to_string(rank), {1})};
+    for (int cycle = 0; cycle < 200 && errors[rank].empty(); ++cycle) {
+      const bool stuck = rank != n - 1 || cycle >= 20;
+      ResponseList l;
+      ASSERT_TRUE(me.controller->ComputeResponseList(reqs, false, &l, false, stuck).ok());
+      reqs.clear();
+      if (!me.controller->all_stuck()) before_all_stuck[rank]++;
+      for (const auto& r : l.responses) {
+        ASSERT_EQ(r.type, ResponseType::kError);
+        if (r.names[0] == "only_" + std::to_string(rank)) errors[rank] = r.error;
+      }
+    }
+  });
+  for (int r = 0; r < size; ++r) {
+    ASSERT_NE(errors[r].find("Deadlock detected"), std::string::npos) << errors[r];
+    for (int q = 0; q < size; ++q)
+      EXPECT_NE(errors[r].find("rank " + std::to_string(q) + ": 'only_" + std::to_string(q) + "'"),
+                std::string::npos)
+          << errors[r];
+    // No verdict while the last rank computed; the same cycle everywhere.
+    EXPECT_EQ(before_all_stuck[r], 20) << "rank " << r;
+  }
+}
+
 // The idle bit is ANDed: all_idle() only when every rank reported idle, and
 // then identically everywhere.
 TEST_P(ControllerTest, AllIdleOnlyWhenEveryRankIsIdle) {

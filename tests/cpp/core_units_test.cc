@@ -2,6 +2,9 @@
 // fusion planning and the tensor queue.
 #include <gtest/gtest.h>
 
+#include <thread>
+
+#include "common/activity_tracker.h"
 #include "common/fusion.h"
 #include "common/message.h"
 #include "common/response_cache.h"
@@ -155,6 +158,63 @@ TEST(TensorQueue, DuplicateNamesRejectedAtomically) {
   EXPECT_EQ(a.work->status().code(), StatusCode::kAborted);
   TensorEntry got;
   EXPECT_FALSE(q.Take("x", &got));
+}
+
+// NOTE [Name reservation]: completing an op does not free its name; only
+// ReleaseName() (synchronize) or dropping the Work does.
+TEST(TensorQueue, NamesStayReservedUntilReleased) {
+  TensorQueue q;
+  TensorEntry a;
+  a.request = MakeRequest("x", {1});
+  a.work = std::make_shared<Work>();
+  std::shared_ptr<Work> work = a.work;
+  ASSERT_TRUE(q.Add({a}).ok());
+  TensorEntry taken;
+  ASSERT_TRUE(q.Take("x", &taken));
+  taken.work->Complete(Status::OK());
+  taken = TensorEntry();
+  TensorEntry again;
+  again.request = MakeRequest("x", {1});
+  again.work = std::make_shared<Work>();
+  Status st = q.Add({again});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << "completed but not released";
+  EXPECT_NE(st.reason().find("synchronize"), std::string::npos) << st.reason();
+  work->ReleaseName();
+  work->ReleaseName();  // idempotent
+  EXPECT_TRUE(q.Add({again}).ok());
+  // Dropping the last reference releases too (after FailAll completed it).
+  q.FailAll(Status::Aborted("stop"));
+  again = TensorEntry();
+  TensorEntry third;
+  third.request = MakeRequest("x", {1});
+  third.work = std::make_shared<Work>();
+  EXPECT_TRUE(q.Add({third}).ok());
+  // A group repeating a name is refused atomically.
+  TensorEntry g1, g2;
+  g1.request = MakeRequest("g", {1});
+  g2.request = MakeRequest("g", {1});
+  g1.work = std::make_shared<Work>();
+  g2.work = std::make_shared<Work>();
+  EXPECT_EQ(q.Add({g1, g2}).code(), StatusCode::kInvalidArgument);
+  g2.request.name = "h";
+  EXPECT_TRUE(q.Add({g1, g2}).ok());
+}
+
+TEST(ActivityTracker, StuckOnlyWhileWaitingWithoutActivity) {
+  auto tracker = std::make_shared<ActivityTracker>();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(tracker->Stuck(0.01)) << "nobody waits: computing is never stuck";
+  Work w(tracker);
+  std::thread waiter([&] { w.Wait(-1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(tracker->Stuck(0.01));
+  EXPECT_FALSE(tracker->Stuck(30));
+  tracker->NoteActivity();  // e.g. an enqueue
+  EXPECT_FALSE(tracker->Stuck(0.01));
+  w.Complete(Status::OK());
+  waiter.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(tracker->Stuck(0.01)) << "the waiter left";
 }
 
 TEST(Work, WaitTimesOutThenCompletes) {

@@ -25,6 +25,27 @@ def test_sigkill_mid_training_stops_job_naming_rank(np_):
     assert r.elapsed < 10 + 5 * np_, r.elapsed
 
 
+def test_sigkill_is_reported_within_5s_of_the_kill():
+    import re
+    import time
+    r = run_job(2, "sigkill_timed")
+    ended = time.time()
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert "rank 1" in r.stderr and "SIGKILL" in r.stderr, r.stderr
+    killed = float(re.search(r"KILLED_AT ([\d.]+)", r.stdout).group(1))
+    assert ended - killed < 5, f"job ended {ended - killed:.1f} s after the kill"
+
+
+def test_frozen_rank_is_named_within_the_timeout():
+    """SIGSTOP: the process exists but never answers; rank 0's next cycle
+    times out (HOROVOD_GLOO_TIMEOUT_SECONDS) naming rank 1, and the job ends."""
+    r = run_job(2, "sigstop", HOROVOD_GLOO_TIMEOUT_SECONDS=5)
+    assert r.returncode != 0, r.stdout + r.stderr
+    caught = [l for l in r.stdout.splitlines() if "CAUGHT HorovodInternalError" in l]
+    assert caught and "rank 1" in caught[0], r.stdout + r.stderr
+    assert r.elapsed < 5 + 20, r.elapsed  # start-up + the timeout + teardown
+
+
 def test_vanished_peer_raises_instead_of_hanging():
     r = run_job(2, "vanish", HOROVOD_GLOO_TIMEOUT_SECONDS=20)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -91,8 +91,9 @@ elif MODE == "slow_peer":
         out = hvd.allreduce(torch.ones(5), op=hvd.Sum, name="late")  # blocked ~30 s
         hvd.barrier()
     else:
-        hvd.barrier()  # blocked ~30 s in a barrier
-        out = hvd.allreduce(torch.ones(5), op=hvd.Sum, name="late")
+        h = hvd.allreduce_async(torch.ones(5), op=hvd.Sum, name="late")
+        hvd.barrier()  # blocked ~30 s in a barrier, with 'late' pending
+        out = hvd.synchronize(h)
     check_equal(out, torch.full((5,), float(size)), "allreduce with a slow peer")
     check(time.monotonic() - t0 >= 29, "the slow peer was not slow")
     healthy("slow_peer")

@@ -57,6 +57,7 @@ if len(sys.argv) > 3:
     DEADLOCK_QUOTA = dict(zip(DEADLOCK_QUOTA, map(int, sys.argv[3].split(","))))
 DEADLOCK_EVERY = 19  # one deadlock-class trial every this many trials, until the quota is met
 
+TRACE = os.environ.get("FUZZ_TRACE") == "1"  # print every submission (debugging)
 t_start = time.monotonic()
 env_size = int(os.environ.get("HOROVOD_SIZE", "1"))
 ps01 = ps12 = None
@@ -201,6 +202,17 @@ def other(choices, value):
     return rng.choice([c for c in choices if c != value])
 
 
+def other_ops(specs, devs, base_op, set_key, name, dtype):
+    """Deviators run another op than base_op; deviators that pick the same
+    op agree on its other parameters (so the op is all that differs)."""
+    alt = {}
+    for d in devs:
+        o = other(PLAIN_OPS, base_op)
+        if o not in alt:
+            alt[o] = base_spec(o, set_key, name, dtype)
+        specs[d] = alt[o][d]
+
+
 def plan_cheap_mismatch(kind, name):
     """A mismatched op whose error comes from the coordinator's validation.
     Returns the op plan: per-rank specs, the core name that must be named and
@@ -210,12 +222,10 @@ def plan_cheap_mismatch(kind, name):
     devs = deviators_of(ranks)
     member = None
     if kind == "op":
-        ops = list(PLAIN_OPS)
-        base_op = rng.choice(ops)
+        base_op = rng.choice(PLAIN_OPS)
         dtype = rng.choice(REDUCE_DTYPES)  # valid for every op, so every enqueue succeeds
         specs = base_spec(base_op, set_key, name, dtype)
-        for d in devs:
-            specs[d] = base_spec(other(ops, base_op), set_key, name, dtype)[d]
+        other_ops(specs, devs, base_op, set_key, name, dtype)
         for s in specs.values():
             s["prefix"] = SAME_PREFIX
         field = lambda s: s["op"]  # noqa: E731
@@ -318,17 +328,15 @@ def plan_cheap_mismatch(kind, name):
 
 
 def plan_deadlock(kind, name):
-    """A mismatch that can never complete. Every rank of the job submits; the
-    expected error of rank r names its own tensor and lists per rank of its
-    set what that rank submitted there."""
+    """A mismatch that can never complete; every rank of the job submits.
+    finish_deadlocks() adds the expected errors."""
     op = rng.choice(PLAIN_OPS)
     ranks = members("g")
     if kind == "process_set":
         set_key = rng.choice([k for k in SETS if k != "g"])
         devs = [rng.choice(members(set_key))]
         specs = base_spec(op, "g", name)
-        dspec = base_spec(op, set_key, name)
-        specs[devs[0]] = dspec[devs[0]]
+        specs[devs[0]] = base_spec(op, set_key, name)[devs[0]]
     else:
         devs = deviators_of(ranks)
         specs = base_spec(op, "g", name)
@@ -336,17 +344,24 @@ def plan_deadlock(kind, name):
         for d in devs:
             if kind == "name":
                 specs[d]["name"] = f"{name}x{d}" if distinct else f"{name}x"
-            else:  # op_name: another public op, so another core name
-                specs[d] = base_spec(other(PLAIN_OPS, op), "g", name, specs[d]["dtype"])[d]
-    expected = {}
-    for r in ranks:
-        set_key = specs[r]["set"]
-        set_id = SETS[set_key][0].process_set_id
-        pending = {m: ({core_name(specs[m])} if specs[m]["set"] == set_key else set())
-                   for m in members(set_key)}
-        expected[r] = (core_name(specs[r]), set_id, pending)
-    return {"kind": kind, "set": "g", "specs": specs, "devs": devs, "deadlock": expected,
-            "mismatch": True}
+        if kind == "op_name":  # other public ops, so other core names
+            other_ops(specs, devs, op, "g", name, rng.choice(REDUCE_DTYPES))
+    return {"kind": kind, "set": "g", "specs": specs, "devs": devs, "mismatch": True}
+
+
+def finish_deadlocks(plans):
+    """The error rank r must get for its tensor of deadlock plan p: its own
+    core name, the id of the set it submitted on, and per rank of that set
+    the tensors that rank submitted there (of every deadlocked op of the
+    trial; the others complete or fail before)."""
+    dead = [p for p in plans if p["kind"] in DEADLOCK_QUOTA]
+    for p in dead:
+        p["deadlock"] = {}
+        for r, spec in p["specs"].items():
+            set_key = spec["set"]
+            pending = {m: {core_name(q["specs"][m]) for q in dead if q["specs"][m]["set"] == set_key}
+                       for m in members(set_key)}
+            p["deadlock"][r] = (core_name(spec), SETS[set_key][0].process_set_id, pending)
 
 
 def plan_bystander(name):
@@ -538,6 +553,10 @@ def run_ops(plans, salt, what):
             continue
         x = tensors_of(spec, rank, salt + j)
         keep = clone(x)
+        if TRACE:
+            print(f"TRACE [{rank}] {what} op {j} {p['kind']} {core_name(spec)} set={spec['set']} "
+                  f"op={spec['op']} dtype={spec['dtype']} shape={spec.get('shapes') or spec['shape']} "
+                  f"splits={spec['splits']} root={spec['root']} reduce={spec['reduce']}", flush=True)
         try:
             h, inplace = submit(spec, x)
         except Exception as e:
@@ -596,20 +615,26 @@ while mismatches < TARGET or deadlock_queue:
     i += 1
     trials += 1
     salt = rng.randrange(1000)
+    plans = []
+    used = set()
     if deadlock_queue and i % DEADLOCK_EVERY == 0:
-        kind = deadlock_queue.pop()
-        plans = [plan_deadlock(kind, f"fz{i}")]
+        # One or two ops that can never complete, sometimes with validation
+        # mismatches and bystanders that resolve before the deadlock does.
+        for j in range(1 if len(deadlock_queue) < 2 or rng.random() < 0.7 else 2):
+            plans.append(plan_deadlock(deadlock_queue.pop(), f"fz{i}d{j}"))
+        finish_deadlocks(plans)
+        n_cheap = rng.choice([0, 0, 1, 2])
     else:
-        used = set()
-        plans = []
-        for j in range(rng.choice([1, 1, 1, 1, 2, 2, 3, 4])):
-            name = rng.choice(POOL) if rng.random() < 0.15 else f"fz{i}_{j}"
-            if name in used:
-                name = f"fz{i}_{j}"
-            used.add(name)
-            plans.append(plan_cheap_mismatch(rng.choice(CHEAP_KINDS), name))
-        for j in range(rng.choice([0, 0, 0, 1, 2])):
-            plans.insert(rng.randrange(len(plans) + 1), plan_bystander(f"by{i}_{j}"))
+        n_cheap = rng.choice([1, 1, 1, 1, 2, 2, 3, 4])
+    for j in range(n_cheap):
+        name = rng.choice(POOL) if rng.random() < 0.15 else f"fz{i}_{j}"
+        if name in used:
+            name = f"fz{i}_{j}"
+        used.add(name)
+        plans.append(plan_cheap_mismatch(rng.choice(CHEAP_KINDS), name))
+    for j in range(rng.choice([0, 0, 0, 1, 2])):
+        plans.insert(rng.randrange(len(plans) + 1), plan_bystander(f"by{i}_{j}"))
+    is_deadlock_trial = any("deadlock" in p for p in plans)
     for p in plans:
         if p["mismatch"]:
             mismatches += 1
@@ -621,7 +646,7 @@ while mismatches < TARGET or deadlock_queue:
             bystanders += 1
     t0 = time.monotonic()
     errors_seen += run_ops(plans, salt, f"trial {i}")
-    if "deadlock" in plans[0]:
+    if is_deadlock_trial:
         deadlock_time += time.monotonic() - t0
     healthy(i)
     if rng.random() < 0.25:

@@ -1,0 +1,67 @@
+"""Jobs must never hang and never diverge (ARCHITECTURE.md §6), through the
+real launcher, each under a hard timeout:
+
+- upstream-style suites: >= 60 init / ops / barrier / shutdown cycles in one
+  process, mixing successes, duplicate names, mismatches, join with
+  allgather / broadcast / object ops, one-sided rejections, deadlocks and a
+  peer's shutdown; every cycle ends the same on every rank;
+- deadlock detection: disjoint names fail on every rank within 10 s, naming
+  every rank's pending tensors; a peer that is merely slow (30 s) never
+  triggers it.
+(Faults — killed, frozen or vanished ranks — are in test_faults.py; the
+mismatch fuzz in test_mismatch_fuzz.py.)
+"""
+import re
+from pathlib import Path
+
+import pytest
+
+from launch_util import horovodrun_script
+
+SCRIPTS = Path(__file__).resolve().parent / "semantics_scripts"
+
+
+def _tail(r, n=6000):
+    return f"\n--- rc={r.returncode}\n--- stdout:\n{r.stdout[-n:]}\n--- stderr:\n{r.stderr[-n:]}"
+
+
+def assert_ok(r, area, np_):
+    assert r.returncode == 0, f"{area} job failed" + _tail(r)
+    ok = [l for l in r.stdout.splitlines() if f"SEMANTICS-OK {area} " in l]
+    assert len(ok) == np_, f"{area}: expected {np_} ranks to report OK" + _tail(r)
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_upstream_style_init_shutdown_cycles(np_):
+    # 64 cycles = 8 rounds of the 8 scenarios (cycles.py); the deadlock
+    # scenario uses a 1 s timeout to keep the suite short.
+    r = horovodrun_script(np_, SCRIPTS / "cycles.py", 64, timeout=300,
+                          HOROVOD_DEADLOCK_TIMEOUT_SECONDS=1)
+    assert_ok(r, "cycles", np_)
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_deadlock_fails_every_rank_within_10s(np_):
+    # The default timeout (HOROVOD_DEADLOCK_TIMEOUT_SECONDS unset).
+    r = horovodrun_script(np_, SCRIPTS / "deadlock.py", "disjoint", timeout=180)
+    assert_ok(r, "deadlock disjoint", np_)
+    waits = [float(w) for line in re.findall(r"DEADLOCK-WAITS rank \d+: ([\d. ]+)", r.stdout)
+             for w in line.split()]
+    assert waits and max(waits) < 10, waits
+
+
+def test_deadlock_detection_can_be_disabled():
+    """HOROVOD_DEADLOCK_TIMEOUT_SECONDS=0: upstream's behaviour (warn only);
+    the stall inspector's shutdown still ends the job."""
+    r = horovodrun_script(2, Path(__file__).resolve().parent / "fault_scripts" /
+                          "faulty_training.py", "stall", timeout=90,
+                          HOROVOD_DEADLOCK_TIMEOUT_SECONDS=0, HOROVOD_STALL_CHECK_TIME_SECONDS=1,
+                          HOROVOD_STALL_SHUTDOWN_TIME_SECONDS=8)
+    assert r.returncode == 0, _tail(r)
+    assert "stalled for" in r.stdout and "Deadlock" not in r.stdout + r.stderr, _tail(r)
+
+
+def test_slow_peer_is_not_a_deadlock():
+    r = horovodrun_script(3, SCRIPTS / "deadlock.py", "slow_peer", timeout=180)
+    assert_ok(r, "deadlock slow_peer", 3)
+    assert "Deadlock" not in r.stdout + r.stderr, _tail(r)
