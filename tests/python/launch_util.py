@@ -68,3 +68,16 @@ def assert_every_rank_passed(r, np_, names):
         passed = set(re.findall(rf"^\[{rank}\]<stdout>:PASS (\w+)$", r.stdout, re.M))
         missing = [n for n in names if n not in passed]
         assert not missing, f"rank {rank} did not report {missing}:\n{r.stdout}\n{r.stderr}"
+
+
+def tail(r, n=6000):
+    """The end of a finished job's output, for assertion messages."""
+    return f"\n--- rc={r.returncode}\n--- stdout:\n{r.stdout[-n:]}\n--- stderr:\n{r.stderr[-n:]}"
+
+
+def assert_semantics_ok(r, area, np_):
+    """The job exited 0 and np_ ranks printed 'SEMANTICS-OK <area> ...'
+    (tests/python/semantics_scripts/_sem_common.done)."""
+    assert r.returncode == 0, f"{area} job failed" + tail(r)
+    ok = [l for l in r.stdout.splitlines() if f"SEMANTICS-OK {area} " in l]
+    assert len(ok) == np_, f"{area}: expected {np_} ranks to report OK" + tail(r)

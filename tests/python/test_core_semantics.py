@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from launch_util import horovodrun_script, run
+from launch_util import assert_semantics_ok as assert_ok, horovodrun_script, run, tail as _tail
 
 SCRIPTS = Path(__file__).resolve().parent / "semantics_scripts"
 HARD_TIMEOUT = 120
@@ -30,16 +30,6 @@ def launch(np_, script, *args, **extra_env):
 def plain(script, *args, **extra_env):
     """python semantics_scripts/<script> without the launcher (a size-1 job)."""
     return run([sys.executable, SCRIPTS / script, *args], HARD_TIMEOUT, **extra_env)
-
-
-def _tail(r, n=6000):
-    return f"\n--- rc={r.returncode}\n--- stdout:\n{r.stdout[-n:]}\n--- stderr:\n{r.stderr[-n:]}"
-
-
-def assert_ok(r, area, np_):
-    assert r.returncode == 0, f"{area} job failed" + _tail(r)
-    ok = [l for l in r.stdout.splitlines() if f"SEMANTICS-OK {area} " in l]
-    assert len(ok) == np_, f"{area}: expected {np_} ranks to report OK" + _tail(r)
 
 
 def digests(r):

@@ -1,6 +1,8 @@
 """Fault tests through the real launcher: a rank dies, vanishes, shuts down
 early or stalls, and the job ends with a clear error within a deadline —
 never a hang. Every job runs under a hard subprocess timeout."""
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -18,20 +20,12 @@ def run_job(np_, mode, **extra_env):
 @pytest.mark.parametrize("np_", [2, 3])
 def test_sigkill_mid_training_stops_job_naming_rank(np_):
     r = run_job(np_, "sigkill")
+    ended = time.time()
     assert r.returncode != 0, r.stdout + r.stderr
     assert "rank 1" in r.stderr and "SIGKILL" in r.stderr, r.stderr
     # Start-up of np python processes with torch is part of the time; the
     # failure itself must be reported within seconds, not a gloo timeout.
     assert r.elapsed < 10 + 5 * np_, r.elapsed
-
-
-def test_sigkill_is_reported_within_5s_of_the_kill():
-    import re
-    import time
-    r = run_job(2, "sigkill_timed")
-    ended = time.time()
-    assert r.returncode != 0, r.stdout + r.stderr
-    assert "rank 1" in r.stderr and "SIGKILL" in r.stderr, r.stderr
     killed = float(re.search(r"KILLED_AT ([\d.]+)", r.stdout).group(1))
     assert ended - killed < 5, f"job ended {ended - killed:.1f} s after the kill"
 

@@ -16,19 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from launch_util import horovodrun_script
+from launch_util import assert_semantics_ok as assert_ok, horovodrun_script, tail as _tail
 
 SCRIPTS = Path(__file__).resolve().parent / "semantics_scripts"
-
-
-def _tail(r, n=6000):
-    return f"\n--- rc={r.returncode}\n--- stdout:\n{r.stdout[-n:]}\n--- stderr:\n{r.stderr[-n:]}"
-
-
-def assert_ok(r, area, np_):
-    assert r.returncode == 0, f"{area} job failed" + _tail(r)
-    ok = [l for l in r.stdout.splitlines() if f"SEMANTICS-OK {area} " in l]
-    assert len(ok) == np_, f"{area}: expected {np_} ranks to report OK" + _tail(r)
 
 
 @pytest.mark.parametrize("np_", [2, 3])

@@ -542,45 +542,97 @@ def check_error(plan, msg, what):
         check(plan["msg"] in msg, f"{what}: expected {plan['msg']!r}, got {msg!r}")
 
 
+def call_blocking(spec, x):
+    """The blocking form of the op (its in-place variant where there is one)."""
+    ps = SETS[spec["set"]][0]
+    op, name = spec["op"], spec["name"]
+    red = REDUCE_OPS.get(spec["reduce"])
+    inplace = local.random() < 0.3
+    with (same_core_prefix(spec["prefix"]) if spec.get("prefix") else contextlib.nullcontext()):
+        if op == "allreduce":
+            fn = hvd.allreduce_ if inplace else hvd.allreduce
+            return fn(x, name=name, op=red, prescale_factor=spec["pre"],
+                      postscale_factor=spec["post"], process_set=ps), inplace
+        if op == "grouped_allreduce":
+            fn = hvd.grouped_allreduce_ if inplace else hvd.grouped_allreduce
+            return fn(x, name=name, op=red, prescale_factor=spec["pre"],
+                      postscale_factor=spec["post"], process_set=ps), inplace
+        if op == "broadcast":
+            fn = hvd.broadcast_ if inplace else hvd.broadcast
+            return fn(x, root_rank=spec["root"], name=name, process_set=ps), inplace
+        if op == "allgather":
+            return hvd.allgather(x, name=name, process_set=ps), False
+        if op == "alltoall":
+            return hvd.alltoall(x, splits=spec["splits"], name=name, process_set=ps), False
+        if op == "reducescatter":
+            return hvd.reducescatter(x, name=name, op=red, process_set=ps,
+                                     prescale_factor=spec["pre"], postscale_factor=spec["post"]), False
+    raise AssertionError(op)
+
+
+def outcome(p, j, salt, tag, x, keep, inplace, result):
+    """Checks one op's outcome: result() returns its output or raises."""
+    try:
+        out = result()
+    except hvd.HorovodInternalError as e:
+        check(p["mismatch"], f"{tag}: a consistent op failed: {e}")
+        check_error(p, str(e), tag)
+        if not inplace:
+            check(same(x, keep), f"{tag}: a failed op modified its input")
+        return 1
+    except Exception as e:
+        raise AssertionError(f"[rank {rank}] {tag}: expected HorovodInternalError, got "
+                             f"{type(e).__name__}: {e}") from e
+    check(not p["mismatch"], f"{tag}: the mismatch did not raise (result {out!r})")
+    expected = expected_result(p, salt + j)
+    if p["specs"][rank]["op"] == "alltoall" and p["specs"][rank]["splits"] is None \
+            and not isinstance(out, tuple):
+        expected = expected[0]  # blocking alltoall without splits: the output only
+    check_result(out, expected, tag)
+    return 0
+
+
+POLL_LIMIT_S = 60
+
+
 def run_ops(plans, salt, what):
-    """Submits every plan this rank is a member of (in plan order), then
-    synchronizes them in a rank-local random order and checks each.
+    """Submits every plan this rank is a member of, in plan order (the last
+    one sometimes through the blocking API), then synchronizes the others in
+    a rank-local random order (sometimes polling first) and checks each.
     Returns the number of errors this rank saw."""
-    subs = []
-    for j, p in enumerate(plans):
-        spec = p["specs"].get(rank)
-        if spec is None:
-            continue
+    mine = [(j, p) for j, p in enumerate(plans) if rank in p["specs"]]
+    subs, errors = [], 0
+    for n, (j, p) in enumerate(mine):
+        spec = p["specs"][rank]
         x = tensors_of(spec, rank, salt + j)
         keep = clone(x)
+        tag = f"{what} op {j} ({p['kind']}, {core_name(spec)})"
         if TRACE:
-            print(f"TRACE [{rank}] {what} op {j} {p['kind']} {core_name(spec)} set={spec['set']} "
-                  f"op={spec['op']} dtype={spec['dtype']} shape={spec.get('shapes') or spec['shape']} "
-                  f"splits={spec['splits']} root={spec['root']} reduce={spec['reduce']}", flush=True)
+            print(f"TRACE [{rank}] {tag} set={spec['set']} op={spec['op']} dtype={spec['dtype']} "
+                  f"shape={spec.get('shapes') or spec['shape']} splits={spec['splits']} "
+                  f"root={spec['root']} reduce={spec['reduce']}", flush=True)
+        if local.random() < 0.05:
+            time.sleep(local.random() * 0.003)  # ranks arrive at different cycles
+        if n == len(mine) - 1 and local.random() < 0.25:
+            # Every earlier op of the trial is submitted: blocking here is safe.
+            errors += outcome(p, j, salt, tag + " [blocking]", x, keep, True,
+                              lambda: call_blocking(spec, x)[0])
+            continue
         try:
             h, inplace = submit(spec, x)
         except Exception as e:
-            raise AssertionError(f"[rank {rank}] {what} op {j} ({p['kind']}, {core_name(spec)}): "
-                                 f"enqueue raised {type(e).__name__}: {e}") from e
-        subs.append((j, p, h, x, keep, inplace))
+            raise AssertionError(f"[rank {rank}] {tag}: enqueue raised {type(e).__name__}: {e}") from e
+        subs.append((j, p, h, x, keep, inplace, tag))
     local.shuffle(subs)
-    errors = 0
-    for j, p, h, x, keep, inplace in subs:
-        tag = f"{what} op {j} ({p['kind']}, {core_name(p['specs'][rank])})"
-        try:
-            out = hvd.synchronize(h)
-        except hvd.HorovodInternalError as e:
-            check(p["mismatch"], f"{tag}: a consistent op failed: {e}")
-            check_error(p, str(e), tag)
-            errors += 1
-            if not inplace:
-                check(same(x, keep), f"{tag}: a failed op modified its input")
-            continue
-        except Exception as e:
-            raise AssertionError(f"[rank {rank}] {tag}: expected HorovodInternalError, got "
-                                 f"{type(e).__name__}: {e}") from e
-        check(not p["mismatch"], f"{tag}: the mismatch did not raise (result {out!r})")
-        check_result(out, expected_result(p, salt + j), tag)
+    for j, p, h, x, keep, inplace, tag in subs:
+        if "deadlock" not in p and local.random() < 0.2:
+            # Not blocked in Horovod while polling (so no deadlock verdict
+            # can form meanwhile); an op that can complete must.
+            deadline = time.monotonic() + POLL_LIMIT_S
+            while not hvd.poll(h):
+                check(time.monotonic() < deadline, f"{tag}: poll() not done after {POLL_LIMIT_S} s")
+                time.sleep(0.0005)
+        errors += outcome(p, j, salt, tag, x, keep, inplace, lambda: hvd.synchronize(h))
     return errors
 
 
