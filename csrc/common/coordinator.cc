@@ -213,7 +213,7 @@ void Coordinator::FailDeadlocked(ResponseList* out) {
   for (int r = 0; r < size_; ++r) {
     pending << (r ? "; " : "") << "rank " << global_ranks_[r] << ": ";
     if (joined_.count(r)) pending << "(joined) ";
-    if (by_rank[r].empty()) pending << "nothing";
+    if (by_rank[r].empty()) pending << "nothing in this process set (it may wait in another)";
     for (size_t i = 0; i < by_rank[r].size(); ++i)
       pending << (i ? ", " : "") << "'" << by_rank[r][i] << "'";
   }

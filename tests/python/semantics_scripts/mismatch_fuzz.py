@@ -301,14 +301,20 @@ def plan_cheap_mismatch(kind, name):
     a, b = specs[g0], specs[gb]
     op = a["op"]
     cname = core_name(a, member)
+
+    def both(key):  # (rank g0's, rank gb's) value of key (of the grouped member)
+        if member is None:
+            return a[key], b[key]
+        return a[key + "s"][member], b[key + "s"][member]
+
     if kind == "op":
         msg = (f"Mismatched collective operations for tensor '{cname}': rank {g0} called {a['op']} "
                f"but rank {gb} called {b['op']}.")
     elif kind == "dtype":
-        da, db = (a["dtypes"][member], b["dtypes"][member]) if member is not None else (a["dtype"], b["dtype"])
+        da, db = both("dtype")
         msg = f"Mismatched data types for tensor '{cname}': rank {g0} has {da}, rank {gb} has {db}."
     elif kind == "shape":
-        sa, sb = (a["shapes"][member], b["shapes"][member]) if member is not None else (a["shape"], b["shape"])
+        sa, sb = both("shape")
         req = "allreduce" if op == "grouped_allreduce" else op
         msg = (f"Mismatched {req} tensor shapes for tensor '{cname}': rank {g0} has {shape_str(sa)}, "
                f"rank {gb} has {shape_str(sb)}")
@@ -324,7 +330,7 @@ def plan_cheap_mismatch(kind, name):
                f"{fmt_scale(a['pre'])}/{fmt_scale(a['post'])}, rank {gb} uses "
                f"{fmt_scale(b['pre'])}/{fmt_scale(b['post'])}.")
     return {"kind": kind, "set": set_key, "specs": specs, "devs": devs, "core": cname,
-            "named": (g0, gb), "msg": msg, "mismatch": True}
+            "msg": msg, "mismatch": True}
 
 
 def plan_deadlock(kind, name):
@@ -394,7 +400,8 @@ def make_tensor(dtype, shape, r, salt):
 
 def tensors_of(spec, r, salt):
     if spec["op"] == "grouped_allreduce":
-        return [make_tensor(dt, sh, r, salt + i) for i, (dt, sh) in enumerate(zip(spec["dtypes"], spec["shapes"]))]
+        return [make_tensor(dt, sh, r, salt + i)
+                for i, (dt, sh) in enumerate(zip(spec["dtypes"], spec["shapes"]))]
     return make_tensor(spec["dtype"], spec["shape"], r, salt)
 
 
@@ -593,6 +600,7 @@ def outcome(p, j, salt, tag, x, keep, inplace, result):
 
 
 POLL_LIMIT_S = 60
+PATHS = {"blocking": 0, "polled": 0}  # this rank's ops checked through these paths
 
 
 def run_ops(plans, salt, what):
@@ -615,6 +623,7 @@ def run_ops(plans, salt, what):
             time.sleep(local.random() * 0.003)  # ranks arrive at different cycles
         if n == len(mine) - 1 and local.random() < 0.25:
             # Every earlier op of the trial is submitted: blocking here is safe.
+            PATHS["blocking"] += 1
             errors += outcome(p, j, salt, tag + " [blocking]", x, keep, True,
                               lambda: call_blocking(spec, x)[0])
             continue
@@ -628,6 +637,7 @@ def run_ops(plans, salt, what):
         if "deadlock" not in p and local.random() < 0.2:
             # Not blocked in Horovod while polling (so no deadlock verdict
             # can form meanwhile); an op that can complete must.
+            PATHS["polled"] += 1
             deadline = time.monotonic() + POLL_LIMIT_S
             while not hvd.poll(h):
                 check(time.monotonic() < deadline, f"{tag}: poll() not done after {POLL_LIMIT_S} s")
@@ -719,6 +729,10 @@ while mismatches < TARGET or deadlock_queue:
         run_ops(again, salt + 100, f"trial {i} rerun")
 
 check(mismatches >= TARGET, f"only {mismatches} mismatches")
+# A last global collective, so no rank shuts down while others still run
+# process-set ops (shutdown fails what the other ranks have pending).
+check_equal(hvd.allreduce(torch.tensor([float(mismatches)]), op=hvd.Max, name="final"),
+            torch.tensor([float(mismatches)]), "final allreduce")
 elapsed = time.monotonic() - t_start
 if rank == 0:
     kinds = " ".join(f"{k}={v}" for k, v in counts.items())
@@ -727,4 +741,4 @@ if rank == 0:
           f"sets: {sets} | zero_length={zero_length} bystanders={bystanders} reruns={reruns} "
           f"deadlock_time={deadlock_time:.1f}s elapsed={elapsed:.1f}s", flush=True)
 hvd.shutdown()
-done("mismatch_fuzz", size=size, mismatches=mismatches, errors_seen=errors_seen)
+done("mismatch_fuzz", size=size, mismatches=mismatches, errors_seen=errors_seen, **PATHS)
