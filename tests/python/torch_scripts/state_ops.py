@@ -128,6 +128,30 @@ def test_broadcast_optimizer_state():
                   match="LBFGS")
 
 
+def test_broadcast_optimizer_state_leaves_zero_grads():
+    """As upstream: a rank whose optimizer had no state is left with zero
+    gradients (sparse for SparseAdam) on every parameter requiring one;
+    frozen parameters keep grad None; a stepped optimizer's grads stay."""
+    model = make_model(3)
+    frozen = nn.Parameter(torch.ones(2), requires_grad=False)
+    opt = torch.optim.Adam([{"params": model.parameters()}, {"params": [frozen]}], lr=0.01)
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    for name, p in model.named_parameters():
+        check(p.grad is not None and p.grad.shape == p.shape and not p.grad.any(),
+              f"{name}: expected a zero grad, got {p.grad!r}")
+    check(frozen.grad is None, "a parameter without requires_grad got a grad")
+    _train(model, opt, 1, seed=3)
+    kept = [p.grad.clone() for p in model.parameters()]
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    for p, g in zip(model.parameters(), kept):
+        check(torch.equal(p.grad, g), "a stepped optimizer's gradients were replaced")
+    emb = nn.Embedding(10, 3, sparse=True)
+    sparse_opt = torch.optim.SparseAdam(emb.parameters(), lr=0.01)
+    hvd.broadcast_optimizer_state(sparse_opt, root_rank=0)
+    check(emb.weight.grad is not None and emb.weight.grad.is_sparse
+          and emb.weight.grad.to_dense().abs().sum() == 0, "SparseAdam: sparse zero grad")
+
+
 def test_sync_batch_norm():
     r, n = hvd.rank(), hvd.size()
     torch.manual_seed(5)
@@ -157,4 +181,4 @@ def test_sync_batch_norm():
 
 
 run([test_objects, test_broadcast_parameters, test_broadcast_optimizer_state,
-     test_sync_batch_norm])
+     test_broadcast_optimizer_state_leaves_zero_grads, test_sync_batch_norm])
