@@ -57,6 +57,24 @@ bool Runtime::GenerationEnded() {
   return initialized_ && !failure_.ok();
 }
 
+std::string Runtime::GenerationSkew() {
+  std::string out;
+  for (int r = 0; r < topo_.size; ++r) {
+    std::string theirs;
+    if (r == topo_.rank ||
+        !store_->Get("latest_init/" + std::to_string(r), &theirs, std::chrono::milliseconds(0))
+             .ok() ||
+        theirs == std::to_string(generation_))
+      continue;
+    out += " Rank " + std::to_string(r) + " is at its init() #" + theirs + " while this rank is "
+           "at #" + std::to_string(generation_) + ".";
+  }
+  if (!out.empty())
+    out += " The ranks called init()/shutdown() a different number of times, or an earlier "
+           "init() failed on some ranks only; restart the job.";
+  return out;
+}
+
 Status Runtime::CheckInitialized() const {
   if (!initialized_)
     return Status::InvalidArgument("Horovod has not been initialized; call hvd.init() first.");
@@ -128,14 +146,17 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   }
   ++generation_;
   const std::string g = "g" + std::to_string(generation_) + "/";
+  // Each rank's latest generation, only read to explain a rendezvous timeout.
+  HVDA_RETURN_IF_ERROR(
+      store_->Set("latest_init/" + std::to_string(topo_.rank), std::to_string(generation_)));
   HVDA_RETURN_IF_ERROR(store_->Set(g + "host/" + std::to_string(topo_.rank), ThisHost()));
   topo_.hosts.resize(topo_.size);
   for (int r = 0; r < topo_.size; ++r) {
     Status st = store_->Get(g + "host/" + std::to_string(r), &topo_.hosts[r], timeout);
-    if (!st.ok())
-      return Status::Aborted("rank " + std::to_string(r) + " did not join the job within " +
-                             std::to_string(static_cast<int>(start_timeout)) +
-                             " s (HOROVOD_START_TIMEOUT): " + st.reason());
+    if (st.ok()) continue;
+    return Status::Aborted("rank " + std::to_string(r) + " did not join the job within " +
+                           std::to_string(static_cast<int>(start_timeout)) +
+                           " s (HOROVOD_START_TIMEOUT): " + st.reason() + GenerationSkew());
   }
 
   cpu_device_.reset();
@@ -161,7 +182,8 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   for (int r = 0; r < topo_.size; ++r) all[r] = r;
   std::map<int, std::unique_ptr<ProcessSetState>> sets;
   std::unique_ptr<ProcessSetState> global;
-  HVDA_RETURN_IF_ERROR(CreateProcessSet(0, all, &global));
+  if (Status st = CreateProcessSet(0, all, &global); !st.ok())
+    return st.WithSuffix(GenerationSkew());
   sets[0] = std::move(global);
   next_set_id_ = 1;
   set_ops_seq_ = 0;

@@ -94,6 +94,9 @@ class Runtime {
 
  private:
   Status CheckInitialized() const;
+  // Explains a failed rendezvous when ranks are at different init()
+  // generations (each rank publishes its latest); "" when they agree.
+  std::string GenerationSkew();
   Status CreateProcessSet(int id, std::vector<int> ranks, std::unique_ptr<ProcessSetState>* out);
   Status ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
   void BackgroundLoop();

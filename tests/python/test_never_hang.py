@@ -55,3 +55,14 @@ def test_slow_peer_is_not_a_deadlock():
     r = horovodrun_script(3, SCRIPTS / "deadlock.py", "slow_peer", timeout=180)
     assert_ok(r, "deadlock slow_peer", 3)
     assert "Deadlock" not in r.stdout + r.stderr, _tail(r)
+
+
+def test_ranks_at_different_init_generations_get_a_clear_error():
+    """A failed init() on one rank leaves the ranks' init counts apart: both
+    fail within their timeouts, saying which init each rank is at."""
+    r = horovodrun_script(2, SCRIPTS / "init_mismatch.py", timeout=120,
+                          HOROVOD_START_TIMEOUT=2, HOROVOD_GLOO_TIMEOUT_SECONDS=3)
+    errors = dict(re.findall(r"INIT-ERROR rank (\d): (.*)", r.stdout))
+    assert sorted(errors) == ["0", "1"], _tail(r)
+    assert "Rank 1 is at its init() #1 while this rank is at #2" in errors["0"], errors
+    assert "Rank 0 is at its init() #2 while this rank is at #1" in errors["1"], errors

@@ -33,6 +33,10 @@ class Status {
   Status WithPrefix(const std::string& prefix) const {
     return ok() ? *this : Status(code_, prefix + reason_);
   }
+  // The same status with `suffix` put after the reason (OK stays OK).
+  Status WithSuffix(const std::string& suffix) const {
+    return ok() ? *this : Status(code_, reason_ + suffix);
+  }
 
  private:
   Status(StatusCode c, std::string m) : code_(c), reason_(std::move(m)) {}
