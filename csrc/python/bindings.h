@@ -10,6 +10,7 @@ namespace python {
 
 void BindWork(pybind11::module_& m);
 void BindRuntime(pybind11::module_& m);
+void BindPlugins(pybind11::module_& m);
 
 // Raises the Python exception matching a non-OK Status: ValueError for
 // InvalidArgument, _core.CollectiveError (a RuntimeError) otherwise.

@@ -67,4 +67,5 @@ PYBIND11_MODULE(_core, m) {
         "Every HOROVOD_* setting the core reads: (env var, default, doc).");
   python::BindWork(m);
   python::BindRuntime(m);
+  python::BindPlugins(m);
 }

@@ -60,8 +60,9 @@ def framework_available(module, verbose=False):
         return False
 
 
-def render(info, frameworks):
-    """The report text. info: build_info() dict; frameworks: {display name: bool}."""
+def render(info, frameworks, plugins=()):
+    """The report text. info: build_info() dict; frameworks: {display name:
+    bool}; plugins: horovod_accel.common.plugins.probe_all() reports."""
     def box(v):
         return "[X]" if v else "[ ]"
 
@@ -82,6 +83,17 @@ def render(info, frameworks):
     devices = info.get("devices", [])
     if devices:
         lines += ["", "Available Devices:"] + [f"    [X] {d}" for d in devices]
+    lines += ["", "Device Plugins (HOROVOD_ACCEL_PLUGINS, entry points 'horovod_accel.plugins'):"]
+    if not plugins:
+        lines.append("    (none found)")
+    for p in plugins:
+        if p["name"]:
+            head = f"{p['name']} {p['version']} (device '{p['device_type']}', ABI {p['abi']}, {p['path']})"
+        else:
+            head = p["path"] or "entry point"
+        lines.append(f"    {box(p['available'])} {head}")
+        if not p["available"]:
+            lines.append(f"        not available: {p['why']}")
     return "\n".join(lines)
 
 
@@ -93,5 +105,6 @@ def check_build(verbose=False):
         print(f"horovodrun --check-build: {e}", file=sys.stderr)
         return 1
     frameworks = {name: framework_available(mod, verbose) for name, mod in _FRAMEWORKS}
-    print(("\n" if verbose else "") + render(info, frameworks))
+    from horovod_accel.common.plugins import probe_all
+    print(("\n" if verbose else "") + render(info, frameworks, probe_all()))
     return 0

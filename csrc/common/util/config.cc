@@ -41,6 +41,8 @@ const std::vector<ConfigOption>& ConfigOptions() {
        "bytes of shared memory per rank used by the shm backend"},
       {"HOROVOD_THREAD_AFFINITY", ConfigType::kString, "",
        "comma-separated cores; local rank i pins its background thread to entry i"},
+      {"HOROVOD_ACCEL_PLUGINS", ConfigType::kString, "",
+       "device plugins to load: comma-separated names (libhorovod_accel_<name>.so) or paths"},
       {"HOROVOD_AUTOTUNE", ConfigType::kBool, "0",
        "autotuning (not implemented: a warning, fusion threshold and cycle time stay as set)"},
   };

@@ -14,6 +14,7 @@ enum class StatusCode : int {
   kAborted = 3,          // runtime shut down or a peer failed
   kInvalidArgument = 4,  // caller's fault, detectable locally
   kTimeout = 5,
+  kUnavailable = 6,      // a library, device or plugin is missing here
 };
 
 class Status {
@@ -25,6 +26,7 @@ class Status {
   static Status Aborted(std::string m) { return Status(StatusCode::kAborted, std::move(m)); }
   static Status InvalidArgument(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
   static Status Timeout(std::string m) { return Status(StatusCode::kTimeout, std::move(m)); }
+  static Status Unavailable(std::string m) { return Status(StatusCode::kUnavailable, std::move(m)); }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
