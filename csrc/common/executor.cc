@@ -32,10 +32,62 @@ int64_t RowElements(const std::vector<int64_t>& shape) {
 
 Executor::Executor(Device* device, std::vector<std::unique_ptr<CollectiveBackend>> backends,
                    Timeline* timeline)
-    : device_(device), backends_(std::move(backends)), timeline_(timeline) {}
+    : device_(device), backends_(std::move(backends)), timeline_(timeline) {
+  init_status_ = device_->execution().CreateStream(&stream_);
+}
 
 Executor::~Executor() {
+  // The fusion buffer may still be in use by enqueued work.
+  if (stream_) device_->execution().SynchronizeStream(stream_.get());
+  const Status gone = Status::Aborted("Horovod has been shut down.");
+  for (auto& f : inflight_)
+    for (auto& e : f.entries) e.work->Complete(gone);
   if (fusion_) device_->memory().Free(fusion_);
+}
+
+Status Executor::Finish(std::vector<TensorEntry> entries, std::vector<bool> have, Status st) {
+  std::vector<TensorEntry> mine;
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (have[i]) mine.push_back(std::move(entries[i]));
+  bool done = !st.ok();  // a failed enqueue completes at once
+  std::unique_ptr<Event> ev;
+  if (!done) {
+    if (!spare_events_.empty()) {
+      ev = std::move(spare_events_.back());
+      spare_events_.pop_back();
+    } else {
+      st = device_->execution().CreateEvent(&ev);
+    }
+    if (st.ok()) st = device_->execution().RecordEvent(ev.get(), stream_.get());
+    if (st.ok() && inflight_.empty()) st = device_->execution().QueryEvent(ev.get(), &done);
+    done |= !st.ok();
+  }
+  if (done) {
+    if (ev) spare_events_.push_back(std::move(ev));
+    for (auto& e : mine) e.work->Complete(st);
+    return st;
+  }
+  inflight_.push_back(Inflight{std::move(ev), std::move(mine)});
+  return Status::OK();
+}
+
+Status Executor::PollCompletions() {
+  while (!inflight_.empty()) {
+    bool done = false;
+    Status st = device_->execution().QueryEvent(inflight_.front().done.get(), &done);
+    if (st.ok() && !done) return Status::OK();
+    Inflight f = std::move(inflight_.front());
+    inflight_.pop_front();
+    spare_events_.push_back(std::move(f.done));
+    for (auto& e : f.entries) e.work->Complete(st);
+    if (!st.ok()) {
+      for (auto& later : inflight_)
+        for (auto& e : later.entries) e.work->Complete(st);
+      inflight_.clear();
+      return st;
+    }
+  }
+  return Status::OK();
 }
 
 CollectiveBackend* Executor::Pick(CollectiveKind kind, DataType dtype, ReduceOp op) const {
@@ -124,8 +176,7 @@ Status Executor::Execute(const Response& r, TensorQueue* queue) {
   if (tl)
     for (size_t i = 0; i < r.names.size(); ++i)
       timeline_->OpEnd(r.names[i], r.dtype, r.shapes.empty() ? std::vector<int64_t>() : r.shapes[i]);
-  for (size_t i = 0; i < entries.size(); ++i)
-    if (have[i]) entries[i].work->Complete(st);
+  st = Finish(std::move(entries), std::move(have), st);
   // A backend failure means the communicator is unusable; a missing backend
   // (InvalidArgument) only fails these tensors.
   return st.code() == StatusCode::kInvalidArgument ? Status::OK() : st;
@@ -140,7 +191,8 @@ Status Executor::Pack(const Response& r, std::vector<TensorEntry>& entries,
   if (*direct) {
     *buf = entries[0].output;
     if (entries[0].input != entries[0].output && count > 0)
-      HVDA_RETURN_IF_ERROR(device_->memory().Copy(*buf, entries[0].input, count * esize));
+      HVDA_RETURN_IF_ERROR(
+          device_->memory().CopyAsync(*buf, entries[0].input, count * esize, stream_.get()));
     return Status::OK();
   }
   HVDA_RETURN_IF_ERROR(EnsureFusionBuffer(count * esize));
@@ -154,11 +206,11 @@ Status Executor::Pack(const Response& r, std::vector<TensorEntry>& entries,
     if (have[i]) {
       copies.push_back(CopyDesc{dst, entries[i].input, bytes});
     } else {
-      HVDA_RETURN_IF_ERROR(device_->memory().Memset(dst, 0, bytes));  // joined rank: zeros
+      HVDA_RETURN_IF_ERROR(device_->memory().MemsetAsync(dst, 0, bytes, stream_.get()));  // joined: zeros
     }
     off += bytes;
   }
-  HVDA_RETURN_IF_ERROR(device_->execution().BatchedCopy(copies));
+  HVDA_RETURN_IF_ERROR(device_->execution().BatchedCopy(copies, stream_.get()));
   End(r);
   return Status::OK();
 }
@@ -174,7 +226,7 @@ Status Executor::Unpack(const Response& r, std::vector<TensorEntry>& entries,
     if (have[i]) copies.push_back(CopyDesc{entries[i].output, static_cast<char*>(fusion_) + off, bytes});
     off += bytes;
   }
-  Status st = device_->execution().BatchedCopy(copies);
+  Status st = device_->execution().BatchedCopy(copies, stream_.get());
   End(r);
   return st;
 }
@@ -190,12 +242,14 @@ Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
   void* buf;
   bool direct;
   HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
-  if (r.prescale != 1.0) HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale));
+  if (r.prescale != 1.0)
+    HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale, stream_.get()));
   Begin(r, backend->name() == std::string("shm") ? "SHM_ALLREDUCE" : "GLOO_ALLREDUCE");
-  Status st = backend->Allreduce(buf, count, r.dtype, WireOp(r.reduce_op));
+  Status st = backend->Allreduce(buf, count, r.dtype, WireOp(r.reduce_op), stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
-  if (post != 1.0) HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, post));
+  if (post != 1.0)
+    HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, post, stream_.get()));
   if (!direct) HVDA_RETURN_IF_ERROR(Unpack(r, entries, have));
   return Status::OK();
 }
@@ -224,17 +278,22 @@ Status Executor::Adasum(const Response& r, std::vector<TensorEntry>& entries,
   void* buf;
   bool direct;
   HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
-  if (r.prescale != 1.0) HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale));
+  if (r.prescale != 1.0)
+    HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale, stream_.get()));
   HostBuffer gathered(static_cast<size_t>(bytes) * n);
   Begin(r, backend->name() == std::string("shm") ? "SHM_ADASUM_ALLGATHER" : "GLOO_ADASUM_ALLGATHER");
-  Status st = backend->Allgatherv(buf, gathered.data(), std::vector<int64_t>(n, bytes));
+  Status st = backend->Allgatherv(buf, gathered.data(), std::vector<int64_t>(n, bytes), stream_.get());
+  // The tree runs on the host: wait for the gathered data.
+  if (st.ok()) st = device_->execution().SynchronizeStream(stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
   Begin(r, "ADASUM_COMBINE");
   st = AdasumReduce(gathered.data(), n, counts, r.dtype, buf);
   End(r);
   HVDA_RETURN_IF_ERROR(st);
-  if (r.postscale != 1.0) HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.postscale));
+  if (r.postscale != 1.0)
+    HVDA_RETURN_IF_ERROR(
+        device_->execution().Scale(buf, count, r.dtype, r.postscale, stream_.get()));
   if (!direct) HVDA_RETURN_IF_ERROR(Unpack(r, entries, have));
   return Status::OK();
 }
@@ -251,7 +310,7 @@ Status Executor::Allgather(const Response& r, TensorEntry& e) {
   }
   auto out = std::make_shared<HostBuffer>(rows * row_bytes);
   Begin(r, backend->name() == std::string("shm") ? "SHM_ALLGATHER" : "GLOO_ALLGATHER");
-  Status st = backend->Allgatherv(e.input, out->data(), bytes);
+  Status st = backend->Allgatherv(e.input, out->data(), bytes, stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
   e.work->output = out;
@@ -266,9 +325,9 @@ Status Executor::Broadcast(const Response& r, TensorEntry& e) {
   if (backend == nullptr) return NoBackend(CollectiveKind::kBroadcast, r);
   const size_t bytes = r.TensorElements(0) * DataTypeSize(r.dtype);
   if (backend->rank() == r.root_rank && e.input != e.output && bytes > 0)
-    HVDA_RETURN_IF_ERROR(device_->memory().Copy(e.output, e.input, bytes));
+    HVDA_RETURN_IF_ERROR(device_->memory().CopyAsync(e.output, e.input, bytes, stream_.get()));
   Begin(r, backend->name() == std::string("shm") ? "SHM_BCAST" : "GLOO_BCAST");
-  Status st = backend->Broadcast(e.output, bytes, r.root_rank);
+  Status st = backend->Broadcast(e.output, bytes, r.root_rank, stream_.get());
   End(r);
   return st;
 }
@@ -288,7 +347,7 @@ Status Executor::Alltoall(const Response& r, TensorEntry& e) {
   }
   auto out = std::make_shared<HostBuffer>(rows * row_bytes);
   Begin(r, backend->name() == std::string("shm") ? "SHM_ALLTOALL" : "GLOO_ALLTOALL");
-  Status st = backend->Alltoallv(e.input, send, out->data(), recv);
+  Status st = backend->Alltoallv(e.input, send, out->data(), recv, stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
   e.work->output = out;
@@ -310,17 +369,21 @@ Status Executor::Reducescatter(const Response& r, TensorEntry& e) {
   const void* in = e.input;
   if (r.prescale != 1.0) {
     HVDA_RETURN_IF_ERROR(EnsureFusionBuffer(total * DataTypeSize(r.dtype)));
-    HVDA_RETURN_IF_ERROR(device_->memory().Copy(fusion_, e.input, total * DataTypeSize(r.dtype)));
-    HVDA_RETURN_IF_ERROR(device_->execution().Scale(fusion_, total, r.dtype, r.prescale));
+    HVDA_RETURN_IF_ERROR(device_->memory().CopyAsync(fusion_, e.input,
+                                                     total * DataTypeSize(r.dtype), stream_.get()));
+    HVDA_RETURN_IF_ERROR(
+        device_->execution().Scale(fusion_, total, r.dtype, r.prescale, stream_.get()));
     in = fusion_;
   }
   Begin(r, backend->name() == std::string("shm") ? "SHM_REDUCESCATTER" : "GLOO_REDUCESCATTER");
-  Status st = backend->Reducescatter(in, e.output, counts, r.dtype, WireOp(r.reduce_op));
+  Status st =
+      backend->Reducescatter(in, e.output, counts, r.dtype, WireOp(r.reduce_op), stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
   const double post = r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / n : 1.0);
   if (post != 1.0)
-    HVDA_RETURN_IF_ERROR(device_->execution().Scale(e.output, counts[backend->rank()], r.dtype, post));
+    HVDA_RETURN_IF_ERROR(device_->execution().Scale(e.output, counts[backend->rank()], r.dtype,
+                                                    post, stream_.get()));
   return Status::OK();
 }
 

@@ -2,9 +2,16 @@
 // through the first collective backend (in configured order) that supports
 // the operation, and completes the Works of the tensors involved.
 //
+// Every step of a response (fusion-buffer packing, scaling, the collective,
+// unpacking) is enqueued on the executor's communication stream; an event
+// recorded after it tells when the response has run (NOTE [Streams on the
+// HAL] in hal/device.h). On the CPU that is at once; on an asynchronous
+// device the Works complete from PollCompletions(), in order.
+//
 // Used only by the background thread.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -19,16 +26,27 @@ namespace hvda {
 class Executor {
  public:
   // device: borrowed, outlives the executor. backends: in preference order.
-  // timeline: may be null.
+  // timeline: may be null. Check status() before use.
   Executor(Device* device, std::vector<std::unique_ptr<CollectiveBackend>> backends,
            Timeline* timeline);
   ~Executor();
 
-  // Executes r for the entries of `queue` it names (entries this rank lacks,
-  // e.g. after join(), contribute zeros). Completes those Works. Returns a
-  // non-OK Status only when the communicator is broken (a peer was lost): the
-  // caller must then fail everything.
+  // Whether construction (the communication stream) succeeded.
+  const Status& status() const { return init_status_; }
+
+  // Enqueues r for the entries of `queue` it names (entries this rank lacks,
+  // e.g. after join(), contribute zeros). Their Works complete once the
+  // device has run it: here when it already has, else in PollCompletions().
+  // Returns a non-OK Status only when the communicator or device is broken
+  // (a peer was lost): the caller must then fail everything.
   Status Execute(const Response& r, TensorQueue* queue);
+
+  // Completes, in order, the Works of responses the device has finished.
+  // Never blocks. Non-OK when the device failed running one (its Works and
+  // every later one fail with that error).
+  Status PollCompletions();
+  // Whether some executed response has not completed yet.
+  bool HasInflight() const { return !inflight_.empty(); }
 
   const std::vector<std::unique_ptr<CollectiveBackend>>& backends() const { return backends_; }
 
@@ -53,12 +71,25 @@ class Executor {
   Status Reducescatter(const Response& r, TensorEntry& e);
   void Begin(const Response& r, const char* activity);
   void End(const Response& r);
+  // Records an event after r's work and completes `entries` with st once it
+  // has run (at once when it already has).
+  Status Finish(std::vector<TensorEntry> entries, std::vector<bool> have, Status st);
+
+  // A response whose work is enqueued but has not run yet.
+  struct Inflight {
+    std::unique_ptr<Event> done;
+    std::vector<TensorEntry> entries;  // those this rank had
+  };
 
   Device* device_;
+  Status init_status_;
+  std::unique_ptr<Stream> stream_;  // the communication stream
   std::vector<std::unique_ptr<CollectiveBackend>> backends_;
   Timeline* timeline_;
-  void* fusion_ = nullptr;  // device memory owned here
+  void* fusion_ = nullptr;  // device memory owned here; reused in stream order
   size_t fusion_bytes_ = 0;
+  std::deque<Inflight> inflight_;           // in execution order
+  std::vector<std::unique_ptr<Event>> spare_events_;
 };
 
 }  // namespace hvda

@@ -275,6 +275,7 @@ Status Runtime::CreateProcessSet(int id, std::vector<int> ranks,
     }
     Timeline* tl = topo_.rank == 0 ? &timeline_ : nullptr;
     ps->executor = std::make_unique<Executor>(cpu_device_.get(), std::move(backends), tl);
+    HVDA_RETURN_IF_ERROR(ps->executor->status());
     ControllerOptions opts;
     opts.process_set_id = id;
     opts.cache_capacity = static_cast<size_t>(std::max<int64_t>(0, config_.GetInt("HOROVOD_CACHE_CAPACITY")));
@@ -387,7 +388,12 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
         return false;
       }
     }
-    *waiting |= ps->eager_pacing && ps->controller->pending() > 0;
+    st = ps->executor->PollCompletions();
+    if (!st.ok()) {
+      FailEverything(st);
+      return false;
+    }
+    *waiting |= (ps->eager_pacing && ps->controller->pending() > 0) || ps->executor->HasInflight();
     if (is_global && list.shutdown) {
       stop = true;
       shutdown_ranks = list.shutdown_ranks;

@@ -121,7 +121,7 @@ TEST_P(CpuBackendTest, AllreduceEveryDtypeOpAndCount) {
         for (int64_t count : kCounts) {
           std::vector<char> buf(count * DataTypeSize(t) + 1);
           for (int64_t i = 0; i < count; ++i) Put(buf.data(), i, t, Value(rank, i, op, t));
-          Status st = b->Allreduce(buf.data(), count, t, op);
+          Status st = b->Allreduce(buf.data(), count, t, op, nullptr);
           ASSERT_TRUE(st.ok()) << st.reason();
           for (int64_t i = 0; i < count; ++i) {
             std::vector<char> want(DataTypeSize(t));
@@ -149,7 +149,7 @@ TEST_P(CpuBackendTest, HalfPrecisionSumMatchesDoubleReference) {
       };
       std::vector<uint16_t> buf(count);
       for (int64_t i = 0; i < count; ++i) Put(buf.data(), i, t, value(rank, i));
-      ASSERT_TRUE(b->Allreduce(buf.data(), count, t, ReduceOp::kSum).ok());
+      ASSERT_TRUE(b->Allreduce(buf.data(), count, t, ReduceOp::kSum, nullptr).ok());
       const double eps = t == DataType::kFloat16 ? 1.0 / 1024 : 1.0 / 128;
       for (int64_t i = 0; i < count; ++i) {
         double ref = 0;
@@ -173,7 +173,7 @@ TEST_P(CpuBackendTest, AllgathervUnevenIncludingZero) {
       std::vector<uint8_t> in(bytes[rank]);
       for (int64_t j = 0; j < bytes[rank]; ++j) in[j] = Byte(rank, 0, j);
       std::vector<uint8_t> out(std::accumulate(bytes.begin(), bytes.end(), int64_t{0}));
-      Status st = b->Allgatherv(in.data(), out.data(), bytes);
+      Status st = b->Allgatherv(in.data(), out.data(), bytes, nullptr);
       ASSERT_TRUE(st.ok()) << st.reason();
       int64_t off = 0;
       for (int r = 0; r < size; ++r)
@@ -193,7 +193,7 @@ TEST_P(CpuBackendTest, BroadcastFromEveryRoot) {
         std::vector<uint8_t> buf(bytes, 0);
         if (rank == root)
           for (int64_t j = 0; j < bytes; ++j) buf[j] = Byte(root, 1, j);
-        Status st = b->Broadcast(buf.data(), bytes, root);
+        Status st = b->Broadcast(buf.data(), bytes, root, nullptr);
         ASSERT_TRUE(st.ok()) << st.reason();
         for (int64_t j = 0; j < bytes; ++j) ASSERT_EQ(buf[j], Byte(root, 1, j)) << j;
       }
@@ -219,7 +219,7 @@ TEST_P(CpuBackendTest, AlltoallvUnevenSplits) {
       for (int r = 0, off = 0; r < size; ++r)
         for (int64_t j = 0; j < send[r]; ++j) in[off++] = Byte(rank, r, j);
       std::vector<uint8_t> out(std::accumulate(recv.begin(), recv.end(), int64_t{0}));
-      Status st = b->Alltoallv(in.data(), send, out.data(), recv);
+      Status st = b->Alltoallv(in.data(), send, out.data(), recv, nullptr);
       ASSERT_TRUE(st.ok()) << st.reason();
       int64_t off = 0;
       for (int r = 0; r < size; ++r)
@@ -244,7 +244,7 @@ TEST_P(CpuBackendTest, ReducescatterUneven) {
           const int64_t first = std::accumulate(counts.begin(), counts.begin() + rank, int64_t{0});
           std::vector<char> in(total * DataTypeSize(t) + 1), out(counts[rank] * DataTypeSize(t) + 1);
           for (int64_t i = 0; i < total; ++i) Put(in.data(), i, t, Value(rank, i, op, t));
-          Status st = b->Reducescatter(in.data(), out.data(), counts, t, op);
+          Status st = b->Reducescatter(in.data(), out.data(), counts, t, op, nullptr);
           ASSERT_TRUE(st.ok()) << st.reason();
           for (int64_t i = 0; i < counts[rank]; ++i) {
             std::vector<char> want(DataTypeSize(t));
@@ -255,7 +255,7 @@ TEST_P(CpuBackendTest, ReducescatterUneven) {
         }
       }
     }
-    ASSERT_TRUE(b->Barrier().ok());
+    ASSERT_TRUE(b->Barrier(nullptr).ok());
   });
 }
 
@@ -289,13 +289,13 @@ TEST(ShmBackendTest, MixedCollectivesBackToBackStayCorrect) {
         const int64_t count = 1 + (iter * 37) % 3001;
         std::vector<float> buf(count);
         for (int64_t i = 0; i < count; ++i) buf[i] = static_cast<float>(rank + 1 + i % 5 + iter);
-        ASSERT_TRUE(b->Allreduce(buf.data(), count, DataType::kFloat32, ReduceOp::kSum).ok());
+        ASSERT_TRUE(b->Allreduce(buf.data(), count, DataType::kFloat32, ReduceOp::kSum, nullptr).ok());
         for (int64_t i = 0; i < count; ++i)
           ASSERT_EQ(buf[i], static_cast<float>(n * (n + 1) / 2 + n * (i % 5 + iter))) << iter << " " << i;
         std::vector<uint8_t> bytes(iter % 7 + 1, static_cast<uint8_t>(iter));
         if (rank == iter % n)
           for (auto& x : bytes) x = static_cast<uint8_t>(iter * 3 + 1);
-        ASSERT_TRUE(b->Broadcast(bytes.data(), bytes.size(), iter % n).ok());
+        ASSERT_TRUE(b->Broadcast(bytes.data(), bytes.size(), iter % n, nullptr).ok());
         for (auto x : bytes) ASSERT_EQ(x, static_cast<uint8_t>(iter * 3 + 1));
       }
     });
@@ -313,12 +313,12 @@ TEST(ShmBackendTest, MissingPeerTimesOutNamingIt) {
     if (rank == 1) return;  // never joins the allreduce
     std::vector<float> buf(100, 1.0f);
     const auto t0 = std::chrono::steady_clock::now();
-    Status st = b->Allreduce(buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
+    Status st = b->Allreduce(buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum, nullptr);
     EXPECT_FALSE(st.ok());
     EXPECT_NE(st.reason().find("rank 1"), std::string::npos) << st.reason();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
     // The communicator refuses further work with a clear message.
-    Status again = b->Barrier();
+    Status again = b->Barrier(nullptr);
     EXPECT_FALSE(again.ok());
     EXPECT_NE(again.reason().find("earlier collective failed"), std::string::npos) << again.reason();
   });

@@ -3,8 +3,11 @@
 //
 // Contract for every collective below:
 //  - collective: every rank of the communicator calls it, in the same order;
-//  - blocking: returns when this rank's output is complete and its inputs may
-//    be reused;
+//  - ordered on `stream` (NOTE [Streams on the HAL] in device.h): it reads
+//    its inputs after the work already enqueued there, and work enqueued
+//    after it sees its outputs. A host-synchronous backend (the CPU's shm and
+//    gloo) runs it at once and returns when done; `stream` is then one of its
+//    device's always-drained streams, or null (negotiation traffic);
 //  - buffers are device memory of the backend's device, owned by the caller;
 //  - counts are elements, byte counts are bytes; zero-length is legal;
 //  - a peer failure or timeout returns a non-OK Status (never hangs forever).
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "common/hal/device.h"
 #include "common/util/status.h"
 
 namespace hvda {
@@ -44,28 +48,29 @@ class CollectiveBackend {
   virtual bool Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const = 0;
 
   // In place: buffer holds this rank's input and receives the reduction.
-  virtual Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) = 0;
+  virtual Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                           Stream* stream) = 0;
 
   // out = concat over ranks r of (bytes_per_rank[r] bytes of rank r's input).
   // in holds bytes_per_rank[rank()] bytes. out may not alias in.
-  virtual Status Allgatherv(const void* in, void* out,
-                            const std::vector<int64_t>& bytes_per_rank) = 0;
+  virtual Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank,
+                            Stream* stream) = 0;
 
   // In place; root is a rank of this communicator.
-  virtual Status Broadcast(void* buffer, int64_t bytes, int root) = 0;
+  virtual Status Broadcast(void* buffer, int64_t bytes, int root, Stream* stream) = 0;
 
   // send_bytes[r] bytes of in (consecutive, in rank order) go to rank r;
   // recv_bytes[r] bytes from rank r land consecutively in out, in rank order.
   virtual Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
-                           const std::vector<int64_t>& recv_bytes) = 0;
+                           const std::vector<int64_t>& recv_bytes, Stream* stream) = 0;
 
   // in holds sum(counts_per_rank) elements; rank r receives the reduction of
   // its segment (counts_per_rank[r] elements at offset sum(counts[<r])) in out.
   virtual Status Reducescatter(const void* in, void* out,
                                const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                               ReduceOp op) = 0;
+                               ReduceOp op, Stream* stream) = 0;
 
-  virtual Status Barrier() = 0;
+  virtual Status Barrier(Stream* stream) = 0;
 };
 
 // How a backend is created for one communicator.

@@ -29,7 +29,7 @@ Status BackendControllerTransport::AllgatherMessages(const std::string& mine,
   std::memcpy(frame.data() + sizeof(len), mine.data(),
               static_cast<size_t>(std::min<int64_t>(len, kHeadBytes)));
   HVDA_RETURN_IF_ERROR(backend_->Allgatherv(frame.data(), frames_.data(),
-                                            std::vector<int64_t>(n, kFrameBytes)));
+                                            std::vector<int64_t>(n, kFrameBytes), nullptr));
   all->assign(n, std::string());
   std::vector<int64_t> tails(n, 0);
   for (int r = 0; r < n; ++r) {
@@ -43,7 +43,7 @@ Status BackendControllerTransport::AllgatherMessages(const std::string& mine,
   if (total == 0) return Status::OK();
   std::vector<char> rest(static_cast<size_t>(total));
   const char* my_tail = tails[rank()] > 0 ? mine.data() + kHeadBytes : nullptr;
-  HVDA_RETURN_IF_ERROR(backend_->Allgatherv(my_tail, rest.data(), tails));
+  HVDA_RETURN_IF_ERROR(backend_->Allgatherv(my_tail, rest.data(), tails, nullptr));
   int64_t off = 0;
   for (int r = 0; r < n; ++r) {
     (*all)[r].append(rest.data() + off, static_cast<size_t>(tails[r]));
@@ -68,7 +68,7 @@ Status BackendControllerTransport::Broadcast(std::string* bytes) {
     std::memcpy(frame.data() + sizeof(len), bytes->data(),
                 static_cast<size_t>(std::min<int64_t>(len, kHeadBytes)));
   }
-  HVDA_RETURN_IF_ERROR(Annotate(backend_->Broadcast(frame.data(), kFrameBytes, 0), "broadcast"));
+  HVDA_RETURN_IF_ERROR(Annotate(backend_->Broadcast(frame.data(), kFrameBytes, 0, nullptr), "broadcast"));
   if (rank() != 0) {
     std::memcpy(&len, frame.data(), sizeof(len));
     bytes->assign(frame.data() + sizeof(len), static_cast<size_t>(std::min<int64_t>(len, kHeadBytes)));
@@ -77,10 +77,10 @@ Status BackendControllerTransport::Broadcast(std::string* bytes) {
   if (tail == 0) return Status::OK();
   if (rank() == 0) {
     std::string rest = bytes->substr(kHeadBytes);
-    return Annotate(backend_->Broadcast(&rest[0], tail, 0), "broadcast");
+    return Annotate(backend_->Broadcast(&rest[0], tail, 0, nullptr), "broadcast");
   }
   std::string rest(static_cast<size_t>(tail), '\0');
-  HVDA_RETURN_IF_ERROR(Annotate(backend_->Broadcast(&rest[0], tail, 0), "broadcast"));
+  HVDA_RETURN_IF_ERROR(Annotate(backend_->Broadcast(&rest[0], tail, 0, nullptr), "broadcast"));
   bytes->append(rest);
   return Status::OK();
 }
@@ -93,7 +93,8 @@ Status BackendControllerTransport::BitAnd(std::vector<uint64_t>* bits) {
   bits_all_.resize(bits->size() * n);
   bits_sizes_.assign(n, bytes);
   HVDA_RETURN_IF_ERROR(
-      Annotate(backend_->Allgatherv(bits->data(), bits_all_.data(), bits_sizes_), "bit vector"));
+      Annotate(backend_->Allgatherv(bits->data(), bits_all_.data(), bits_sizes_, nullptr),
+               "bit vector"));
   for (int r = 0; r < n; ++r)
     for (size_t i = 0; i < bits->size(); ++i) (*bits)[i] &= bits_all_[r * bits->size() + i];
   return Status::OK();

@@ -89,7 +89,7 @@ Status GlooBackend::CheckVector(const char* op, size_t n) const {
                                  std::to_string(size_) + " ranks.");
 }
 
-Status GlooBackend::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
+Status GlooBackend::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op, Stream*) {
   if (!IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("gloo backend: cannot allreduce ") +
                                    DataTypeName(dtype) + " with " + ReduceOpName(op) + ".");
@@ -112,7 +112,7 @@ Status GlooBackend::Allreduce(void* buffer, int64_t count, DataType dtype, Reduc
 }
 
 Status GlooBackend::Allgatherv(const void* in, void* out,
-                               const std::vector<int64_t>& bytes_per_rank) {
+                               const std::vector<int64_t>& bytes_per_rank, Stream*) {
   HVDA_RETURN_IF_ERROR(CheckVector("allgatherv", bytes_per_rank.size()));
   const int64_t total = std::accumulate(bytes_per_rank.begin(), bytes_per_rank.end(), int64_t{0});
   if (total == 0) return Status::OK();  // same on every rank
@@ -133,7 +133,7 @@ Status GlooBackend::Allgatherv(const void* in, void* out,
   });
 }
 
-Status GlooBackend::Broadcast(void* buffer, int64_t bytes, int root) {
+Status GlooBackend::Broadcast(void* buffer, int64_t bytes, int root, Stream*) {
   if (root < 0 || root >= size_)
     return Status::InvalidArgument("gloo backend: broadcast root " + std::to_string(root) +
                                    " is not a rank of this communicator of " +
@@ -151,7 +151,7 @@ Status GlooBackend::Broadcast(void* buffer, int64_t bytes, int root) {
 }
 
 Status GlooBackend::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
-                              const std::vector<int64_t>& recv_bytes) {
+                              const std::vector<int64_t>& recv_bytes, Stream*) {
   HVDA_RETURN_IF_ERROR(CheckVector("alltoallv", send_bytes.size()));
   HVDA_RETURN_IF_ERROR(CheckVector("alltoallv", recv_bytes.size()));
   if (size_ == 1) {
@@ -172,7 +172,7 @@ Status GlooBackend::Alltoallv(const void* in, const std::vector<int64_t>& send_b
 
 Status GlooBackend::Reducescatter(const void* in, void* out,
                                   const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                                  ReduceOp op) {
+                                  ReduceOp op, Stream*) {
   HVDA_RETURN_IF_ERROR(CheckVector("reducescatter", counts_per_rank.size()));
   if (!IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("gloo backend: cannot reducescatter ") +
@@ -190,7 +190,7 @@ Status GlooBackend::Reducescatter(const void* in, void* out,
   for (int r = 0; r < size_; ++r) send[r] = counts_per_rank[r] * esize;
   if (scratch_.size() < static_cast<size_t>(mine * esize * size_))
     scratch_.resize(mine * esize * size_);
-  HVDA_RETURN_IF_ERROR(Alltoallv(in, send, scratch_.data(), recv));
+  HVDA_RETURN_IF_ERROR(Alltoallv(in, send, scratch_.data(), recv, nullptr));
   if (mine == 0) return Status::OK();
   std::vector<const void*> srcs(size_);
   for (int r = 0; r < size_; ++r) srcs[r] = scratch_.data() + r * mine * esize;
@@ -198,7 +198,7 @@ Status GlooBackend::Reducescatter(const void* in, void* out,
   return Status::OK();
 }
 
-Status GlooBackend::Barrier() {
+Status GlooBackend::Barrier(Stream*) {
   if (size_ == 1) return Status::OK();
   const uint32_t tag = NextTag();
   return Guard("barrier", [&] {

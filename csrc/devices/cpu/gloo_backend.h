@@ -33,14 +33,18 @@ class GlooBackend : public CollectiveBackend {
   int size() const override { return size_; }
   bool Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const override;
 
-  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) override;
-  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
-  Status Broadcast(void* buffer, int64_t bytes, int root) override;
+  // Host-synchronous: each runs at once and returns when done; `stream` is
+  // ignored (the CPU device's streams are always drained; may be null).
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                   Stream* stream) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank,
+                    Stream* stream) override;
+  Status Broadcast(void* buffer, int64_t bytes, int root, Stream* stream) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
-                   const std::vector<int64_t>& recv_bytes) override;
+                   const std::vector<int64_t>& recv_bytes, Stream* stream) override;
   Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
-                       DataType dtype, ReduceOp op) override;
-  Status Barrier() override;
+                       DataType dtype, ReduceOp op, Stream* stream) override;
+  Status Barrier(Stream* stream) override;
 
  private:
   GlooBackend(std::shared_ptr<gloo::Context> ctx, const CommunicatorSpec& spec);

@@ -22,23 +22,37 @@ Status HostMemory::Allocate(size_t bytes, void** ptr) {
 
 void HostMemory::Free(void* ptr) { std::free(ptr); }
 
-Status HostMemory::Copy(void* dst, const void* src, size_t bytes) {
+Status HostMemory::CopyAsync(void* dst, const void* src, size_t bytes, Stream*) {
   if (bytes > 0 && dst != src) std::memcpy(dst, src, bytes);
   return Status::OK();
 }
 
-Status HostMemory::Memset(void* dst, int value, size_t bytes) {
+Status HostMemory::MemsetAsync(void* dst, int value, size_t bytes, Stream*) {
   if (bytes > 0) std::memset(dst, value, bytes);
   return Status::OK();
 }
 
-Status HostExecution::Scale(void* buf, int64_t count, DataType dtype, double factor) {
+Status HostExecution::CreateStream(std::unique_ptr<Stream>* stream) {
+  stream->reset(new Stream());
+  return Status::OK();
+}
+
+Status HostExecution::WrapStream(void*, std::unique_ptr<Stream>* stream) {
+  return CreateStream(stream);
+}
+
+Status HostExecution::CreateEvent(std::unique_ptr<Event>* event) {
+  event->reset(new Event());
+  return Status::OK();
+}
+
+Status HostExecution::Scale(void* buf, int64_t count, DataType dtype, double factor, Stream*) {
   cpu::Scale(buf, count, dtype, factor);
   return Status::OK();
 }
 
 Status HostExecution::ReduceInto(void* dst, const void* src, int64_t count, DataType dtype,
-                                 ReduceOp op) {
+                                 ReduceOp op, Stream*) {
   if (!IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("cpu device: cannot reduce ") +
                                    DataTypeName(dtype) + " with " + ReduceOpName(op) +
@@ -48,7 +62,7 @@ Status HostExecution::ReduceInto(void* dst, const void* src, int64_t count, Data
   return Status::OK();
 }
 
-Status HostExecution::BatchedCopy(const std::vector<CopyDesc>& copies) {
+Status HostExecution::BatchedCopy(const std::vector<CopyDesc>& copies, Stream*) {
   for (const CopyDesc& c : copies)
     if (c.bytes > 0 && c.dst != c.src) std::memcpy(c.dst, c.src, c.bytes);
   return Status::OK();

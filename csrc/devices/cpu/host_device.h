@@ -1,6 +1,8 @@
-// The host (CPU) device: 64-byte aligned heap memory and synchronous kernels
-// from reduce_kernels.h. Stateless apart from its two member objects, so it
-// is safe to use from several threads, although the HAL does not require it.
+// The host (CPU) device: 64-byte aligned heap memory and kernels from
+// reduce_kernels.h that run at once on the calling thread. Its streams are
+// always drained and its events always complete (NOTE [Streams on the HAL]).
+// Stateless apart from its two member objects, so it is safe to use from
+// several threads, although the HAL does not require it.
 #pragma once
 
 #include <memory>
@@ -21,16 +23,37 @@ class HostMemory : public DeviceMemory {
   // non-null pointer even for 0 bytes); release it with Free.
   Status Allocate(size_t bytes, void** ptr) override;
   void Free(void* ptr) override;  // accepts nullptr
-  Status Copy(void* dst, const void* src, size_t bytes) override;
-  Status Memset(void* dst, int value, size_t bytes) override;
+  Status AllocateHost(size_t bytes, void** ptr) override { return Allocate(bytes, ptr); }
+  void FreeHost(void* ptr) override { Free(ptr); }
+  // Run at once; `stream` may be null.
+  Status CopyAsync(void* dst, const void* src, size_t bytes, Stream* stream) override;
+  Status CopyToHostAsync(void* dst, const void* src, size_t bytes, Stream* stream) override {
+    return CopyAsync(dst, src, bytes, stream);
+  }
+  Status CopyFromHostAsync(void* dst, const void* src, size_t bytes, Stream* stream) override {
+    return CopyAsync(dst, src, bytes, stream);
+  }
+  Status MemsetAsync(void* dst, int value, size_t bytes, Stream* stream) override;
 };
 
 class HostExecution : public DeviceExecution {
  public:
-  Status Scale(void* buf, int64_t count, DataType dtype, double factor) override;
-  Status ReduceInto(void* dst, const void* src, int64_t count, DataType dtype,
-                    ReduceOp op) override;
-  Status BatchedCopy(const std::vector<CopyDesc>& copies) override;
+  Status CreateStream(std::unique_ptr<Stream>* stream) override;
+  Status WrapStream(void* native, std::unique_ptr<Stream>* stream) override;
+  Status SynchronizeStream(Stream*) override { return Status::OK(); }
+  Status CreateEvent(std::unique_ptr<Event>* event) override;
+  Status RecordEvent(Event*, Stream*) override { return Status::OK(); }
+  Status QueryEvent(Event*, bool* done) override {
+    *done = true;
+    return Status::OK();
+  }
+  Status SynchronizeEvent(Event*) override { return Status::OK(); }
+  Status StreamWaitEvent(Stream*, Event*) override { return Status::OK(); }
+  // Run at once; `stream` may be null.
+  Status Scale(void* buf, int64_t count, DataType dtype, double factor, Stream* stream) override;
+  Status ReduceInto(void* dst, const void* src, int64_t count, DataType dtype, ReduceOp op,
+                    Stream* stream) override;
+  Status BatchedCopy(const std::vector<CopyDesc>& copies, Stream* stream) override;
 };
 
 class HostDevice : public Device {

@@ -132,12 +132,12 @@ Status ShmBackend::Sync(const char* op) {
   return Status::OK();
 }
 
-Status ShmBackend::Barrier() {
+Status ShmBackend::Barrier(Stream*) {
   HVDA_RETURN_IF_ERROR(Check("barrier", size_));
   return size_ == 1 ? Status::OK() : Sync("barrier");
 }
 
-Status ShmBackend::Broadcast(void* buffer, int64_t bytes, int root) {
+Status ShmBackend::Broadcast(void* buffer, int64_t bytes, int root, Stream*) {
   HVDA_RETURN_IF_ERROR(Check("broadcast", size_));
   if (root < 0 || root >= size_)
     return Status::InvalidArgument("shm backend: broadcast root " + std::to_string(root) +
@@ -155,7 +155,7 @@ Status ShmBackend::Broadcast(void* buffer, int64_t bytes, int root) {
 }
 
 Status ShmBackend::Allgatherv(const void* in, void* out,
-                              const std::vector<int64_t>& bytes_per_rank) {
+                              const std::vector<int64_t>& bytes_per_rank, Stream*) {
   HVDA_RETURN_IF_ERROR(Check("allgatherv", bytes_per_rank.size()));
   const std::vector<int64_t> offset = Offsets(bytes_per_rank);
   const char* src = static_cast<const char*>(in);
@@ -175,7 +175,7 @@ Status ShmBackend::Allgatherv(const void* in, void* out,
 }
 
 Status ShmBackend::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
-                             const std::vector<int64_t>& recv_bytes) {
+                             const std::vector<int64_t>& recv_bytes, Stream*) {
   HVDA_RETURN_IF_ERROR(Check("alltoallv", send_bytes.size()));
   HVDA_RETURN_IF_ERROR(Check("alltoallv", recv_bytes.size()));
   const std::vector<int64_t> soff = Offsets(send_bytes), roff = Offsets(recv_bytes);

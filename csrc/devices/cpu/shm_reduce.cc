@@ -48,7 +48,7 @@ int64_t SlotElems(int64_t half_bytes, int size, int64_t esize) {
 
 }  // namespace
 
-Status ShmBackend::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op) {
+Status ShmBackend::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op, Stream*) {
   HVDA_RETURN_IF_ERROR(Check("allreduce", size_));
   if (!IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("shm backend: allreduce does not support ") +
@@ -91,7 +91,7 @@ Status ShmBackend::Allreduce(void* buffer, int64_t count, DataType dtype, Reduce
 // barrier, then folds slot r of every peer's half with its own input.
 Status ShmBackend::Reducescatter(const void* in, void* out,
                                  const std::vector<int64_t>& counts_per_rank, DataType dtype,
-                                 ReduceOp op) {
+                                 ReduceOp op, Stream*) {
   HVDA_RETURN_IF_ERROR(Check("reducescatter", counts_per_rank.size()));
   if (!IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("shm backend: reducescatter does not support ") +
