@@ -157,6 +157,7 @@ typedef struct hvda_device_ops_v1 {
   /* Device memory; *ptr is never host-dereferenceable. 0 bytes gives a
    * valid, unique, freeable pointer. */
   hvda_status (*mem_alloc)(int device, size_t bytes, void** ptr);
+  /* The core only frees memory that no enqueued work still uses. */
   hvda_status (*mem_free)(int device, void* ptr);
   /* Page-locked host memory, usable as a copy source/target on any stream. */
   hvda_status (*host_alloc)(size_t bytes, void** host_ptr);

@@ -1,0 +1,339 @@
+#include "common/plugin/plugin_device.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "common/store/store.h"
+
+namespace hvda {
+namespace {
+
+class PluginStream : public Stream {
+ public:
+  PluginStream(const hvda_device_ops_v1* ops, hvda_stream_t h) : ops_(ops), h_(h) {}
+  ~PluginStream() override { ops_->stream_destroy(h_); }
+  hvda_stream_t handle() const { return h_; }
+
+ private:
+  const hvda_device_ops_v1* ops_;
+  hvda_stream_t h_;
+};
+
+class PluginEvent : public Event {
+ public:
+  PluginEvent(const hvda_device_ops_v1* ops, hvda_event_t h) : ops_(ops), h_(h) {}
+  ~PluginEvent() override { ops_->event_destroy(h_); }
+  hvda_event_t handle() const { return h_; }
+
+ private:
+  const hvda_device_ops_v1* ops_;
+  hvda_event_t h_;
+};
+
+hvda_event_t EventHandle(Event* e) { return static_cast<PluginEvent*>(e)->handle(); }
+
+hvda_dtype D(DataType t) { return static_cast<hvda_dtype>(static_cast<int32_t>(t)); }
+hvda_reduce_op R(ReduceOp op) { return static_cast<hvda_reduce_op>(static_cast<int32_t>(op)); }
+
+hvda_collective C(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kAllreduce: return HVDA_COLL_ALLREDUCE;
+    case CollectiveKind::kAllgather: return HVDA_COLL_ALLGATHER;
+    case CollectiveKind::kBroadcast: return HVDA_COLL_BROADCAST;
+    case CollectiveKind::kAlltoall: return HVDA_COLL_ALLTOALL;
+    case CollectiveKind::kReducescatter: return HVDA_COLL_REDUCESCATTER;
+    case CollectiveKind::kBarrier: return HVDA_COLL_BARRIER;
+  }
+  return HVDA_COLL_ALLREDUCE;
+}
+
+bool AllEqual(const std::vector<int64_t>& v) {
+  return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<int64_t>()) == v.end();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- PluginDevice
+
+PluginDevice::PluginDevice(std::shared_ptr<PluginLibrary> lib, int device_index)
+    : lib_(std::move(lib)), ops_(&lib_->device()), index_(device_index) {}
+
+std::string PluginDevice::name() const {
+  return std::string(lib_->plugin().name) + ":" + std::to_string(index_);
+}
+
+hvda_stream_t PluginDevice::Handle(Stream* stream) {
+  return stream == nullptr ? nullptr : static_cast<PluginStream*>(stream)->handle();
+}
+
+Status PluginDevice::Check(hvda_status s, const char* what) const {
+  if (s == HVDA_OK) return Status::OK();
+  return lib_->Error(s, name() + ": " + what);
+}
+
+Status PluginDevice::Allocate(size_t bytes, void** ptr) {
+  return Check(ops_->mem_alloc(index_, bytes, ptr), "mem_alloc");
+}
+void PluginDevice::Free(void* ptr) {
+  if (ptr) ops_->mem_free(index_, ptr);
+}
+Status PluginDevice::AllocateHost(size_t bytes, void** ptr) {
+  return Check(ops_->host_alloc(bytes, ptr), "host_alloc");
+}
+void PluginDevice::FreeHost(void* ptr) {
+  if (ptr) ops_->host_free(ptr);
+}
+Status PluginDevice::CopyAsync(void* dst, const void* src, size_t bytes, Stream* s) {
+  if (bytes == 0 || dst == src) return Status::OK();
+  return Check(ops_->memcpy_async(dst, src, bytes, HVDA_COPY_DEVICE_TO_DEVICE, Handle(s)),
+               "memcpy_async (device to device)");
+}
+Status PluginDevice::CopyToHostAsync(void* dst, const void* src, size_t bytes, Stream* s) {
+  if (bytes == 0) return Status::OK();
+  return Check(ops_->memcpy_async(dst, src, bytes, HVDA_COPY_DEVICE_TO_HOST, Handle(s)),
+               "memcpy_async (device to host)");
+}
+Status PluginDevice::CopyFromHostAsync(void* dst, const void* src, size_t bytes, Stream* s) {
+  if (bytes == 0) return Status::OK();
+  return Check(ops_->memcpy_async(dst, src, bytes, HVDA_COPY_HOST_TO_DEVICE, Handle(s)),
+               "memcpy_async (host to device)");
+}
+Status PluginDevice::MemsetAsync(void* dst, int value, size_t bytes, Stream* s) {
+  if (bytes == 0) return Status::OK();
+  return Check(ops_->memset_async(dst, value, bytes, Handle(s)), "memset_async");
+}
+
+Status PluginDevice::CreateStream(std::unique_ptr<Stream>* stream) {
+  hvda_stream_t h = nullptr;
+  HVDA_RETURN_IF_ERROR(Check(ops_->stream_create(index_, &h), "stream_create"));
+  stream->reset(new PluginStream(ops_, h));
+  return Status::OK();
+}
+Status PluginDevice::WrapStream(void* native, std::unique_ptr<Stream>* stream) {
+  hvda_stream_t h = nullptr;
+  HVDA_RETURN_IF_ERROR(Check(ops_->stream_wrap(index_, native, &h), "stream_wrap"));
+  stream->reset(new PluginStream(ops_, h));
+  return Status::OK();
+}
+Status PluginDevice::SynchronizeStream(Stream* s) {
+  return Check(ops_->stream_synchronize(Handle(s)), "stream_synchronize");
+}
+Status PluginDevice::CreateEvent(std::unique_ptr<Event>* event) {
+  hvda_event_t h = nullptr;
+  HVDA_RETURN_IF_ERROR(Check(ops_->event_create(index_, &h), "event_create"));
+  event->reset(new PluginEvent(ops_, h));
+  return Status::OK();
+}
+Status PluginDevice::RecordEvent(Event* e, Stream* s) {
+  return Check(ops_->event_record(EventHandle(e), Handle(s)), "event_record");
+}
+Status PluginDevice::QueryEvent(Event* e, bool* done) {
+  hvda_status st = ops_->event_query(EventHandle(e));
+  *done = st == HVDA_OK;
+  return st == HVDA_NOT_READY ? Status::OK() : Check(st, "event_query");
+}
+Status PluginDevice::SynchronizeEvent(Event* e) {
+  return Check(ops_->event_synchronize(EventHandle(e)), "event_synchronize");
+}
+Status PluginDevice::StreamWaitEvent(Stream* s, Event* e) {
+  return Check(ops_->stream_wait_event(Handle(s), EventHandle(e)), "stream_wait_event");
+}
+Status PluginDevice::Scale(void* buf, int64_t count, DataType dtype, double factor, Stream* s) {
+  if (count == 0) return Status::OK();
+  return Check(ops_->scale(buf, count, D(dtype), factor, Handle(s)), "scale");
+}
+Status PluginDevice::ReduceInto(void* dst, const void* src, int64_t count, DataType dtype,
+                                ReduceOp op, Stream* s) {
+  if (count == 0) return Status::OK();
+  return Check(ops_->reduce_into(dst, src, count, D(dtype), R(op), Handle(s)), "reduce_into");
+}
+Status PluginDevice::BatchedCopy(const std::vector<CopyDesc>& copies, Stream* s) {
+  if (copies.empty()) return Status::OK();
+  std::vector<hvda_copy_desc> c(copies.size());
+  for (size_t i = 0; i < copies.size(); ++i) c[i] = {copies[i].dst, copies[i].src, copies[i].bytes};
+  return Check(ops_->batched_copy(c.data(), c.size(), Handle(s)), "batched_copy");
+}
+
+// ---------------------------------------------------------------- PluginBackend
+
+PluginBackend::PluginBackend(std::shared_ptr<PluginLibrary> lib, PluginDevice* device,
+                             hvda_comm_t comm, int rank, int size)
+    : lib_(std::move(lib)),
+      ccl_(&lib_->ccl()),
+      device_(device),
+      comm_(comm),
+      rank_(rank),
+      size_(size),
+      name_(lib_->plugin().name) {}
+
+PluginBackend::~PluginBackend() {
+  if (scratch_) device_->memory().Free(scratch_);
+  ccl_->comm_destroy(comm_);
+}
+
+Status PluginBackend::Create(std::shared_ptr<PluginLibrary> lib, PluginDevice* device,
+                             const CommunicatorSpec& spec,
+                             std::unique_ptr<CollectiveBackend>* out) {
+  const hvda_ccl_ops_v1& ccl = lib->ccl();
+  const size_t id_bytes = ccl.unique_id_size();
+  if (id_bytes == 0 || id_bytes > 4096)
+    return Status::InvalidArgument(std::string("device plugin '") + lib->plugin().name +
+                                   "' reports a unique id of " + std::to_string(id_bytes) +
+                                   " bytes; the ABI allows 1 to 4096.");
+  std::string id(id_bytes, '\0');
+  const std::string key = spec.prefix + "unique_id";
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.timeout_seconds * 1000));
+  if (spec.rank == 0) {
+    hvda_status s = ccl.get_unique_id(&id[0], id_bytes);
+    if (s != HVDA_OK) return lib->Error(s, "get_unique_id");
+    HVDA_RETURN_IF_ERROR(spec.store->Set(key, id));
+  } else {
+    HVDA_RETURN_IF_ERROR(spec.store->Get(key, &id, timeout));
+    if (id.size() != id_bytes)
+      return Status::Unknown("the unique id published by rank 0 has " + std::to_string(id.size()) +
+                             " bytes, this rank's plugin expects " + std::to_string(id_bytes) +
+                             "; every rank must load the same plugin version.");
+  }
+  hvda_comm_t comm = nullptr;
+  hvda_status s = ccl.comm_init_rank(id.data(), id_bytes, spec.size, spec.rank, device->index(),
+                                     spec.timeout_seconds, &comm);
+  if (s != HVDA_OK)
+    return lib->Error(s, "comm_init_rank (rank " + std::to_string(spec.rank) + " of " +
+                             std::to_string(spec.size) + ")");
+  out->reset(new PluginBackend(std::move(lib), device, comm, spec.rank, spec.size));
+  return Status::OK();
+}
+
+Status PluginBackend::Check(hvda_status s, const char* what) const {
+  if (s == HVDA_OK) return Status::OK();
+  return lib_->Error(s, name_ + " " + what);
+}
+
+Status PluginBackend::Scratch(size_t bytes, Stream* s, void** ptr) {
+  if (bytes > scratch_bytes_) {
+    // Work already enqueued on s may still use the old buffer (mem_free
+    // needs memory that no enqueued work uses). Growth is rare: sizes only rise.
+    if (scratch_) {
+      HVDA_RETURN_IF_ERROR(device_->execution().SynchronizeStream(s));
+      device_->memory().Free(scratch_);
+    }
+    scratch_ = nullptr;
+    scratch_bytes_ = 0;
+    HVDA_RETURN_IF_ERROR(device_->memory().Allocate(bytes, &scratch_));
+    scratch_bytes_ = bytes;
+  }
+  *ptr = scratch_;
+  return Status::OK();
+}
+
+bool PluginBackend::Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const {
+  switch (kind) {
+    case CollectiveKind::kAllreduce:
+    case CollectiveKind::kReducescatter:
+      // Uneven reduce-scatter is composed from allreduce.
+      return ccl_->supports(HVDA_COLL_ALLREDUCE, D(dtype), R(op)) != 0;
+    case CollectiveKind::kAllgather:
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kAlltoall:
+    case CollectiveKind::kBarrier:
+      // Data movement runs on bytes (uint8), composed where needed.
+      return ccl_->supports(C(kind), HVDA_UINT8, HVDA_SUM) != 0 ||
+             ccl_->supports(HVDA_COLL_SEND_RECV, HVDA_UINT8, HVDA_SUM) != 0;
+  }
+  return false;
+}
+
+Status PluginBackend::Allreduce(void* buf, int64_t count, DataType dtype, ReduceOp op,
+                                Stream* s) {
+  return Check(ccl_->allreduce(buf, buf, count, D(dtype), R(op), comm_, PluginDevice::Handle(s)),
+               "allreduce");
+}
+
+Status PluginBackend::Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes,
+                                 Stream* s) {
+  hvda_stream_t h = PluginDevice::Handle(s);
+  if (AllEqual(bytes))
+    return Check(ccl_->allgather(in, out, bytes[0], HVDA_UINT8, comm_, h), "allgather");
+  std::vector<size_t> counts(bytes.begin(), bytes.end()), displs(size_, 0);
+  for (int r = 1; r < size_; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+  if (HVDA_HAS_FIELD(ccl_, hvda_ccl_ops_v1, allgatherv) && ccl_->allgatherv != nullptr)
+    return Check(ccl_->allgatherv(in, counts[rank_], out, counts.data(), displs.data(), HVDA_UINT8,
+                                  comm_, h),
+                 "allgatherv");
+  // One broadcast per rank, issued as a group.
+  HVDA_RETURN_IF_ERROR(Check(ccl_->group_start(), "group_start"));
+  Status st;
+  for (int r = 0; r < size_ && st.ok(); ++r) {
+    char* dst = static_cast<char*>(out) + displs[r];
+    st = Check(ccl_->broadcast(r == rank_ ? in : dst, dst, counts[r], HVDA_UINT8, r, comm_, h),
+               "broadcast (allgatherv)");
+  }
+  Status end = Check(ccl_->group_end(), "group_end");
+  return st.ok() ? end : st;
+}
+
+Status PluginBackend::Broadcast(void* buf, int64_t bytes, int root, Stream* s) {
+  return Check(ccl_->broadcast(buf, buf, bytes, HVDA_UINT8, root, comm_, PluginDevice::Handle(s)),
+               "broadcast");
+}
+
+Status PluginBackend::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                                const std::vector<int64_t>& recv_bytes, Stream* s) {
+  hvda_stream_t h = PluginDevice::Handle(s);
+  std::vector<size_t> sc(send_bytes.begin(), send_bytes.end()), rc(recv_bytes.begin(), recv_bytes.end());
+  std::vector<size_t> sd(size_, 0), rd(size_, 0);
+  for (int r = 1; r < size_; ++r) {
+    sd[r] = sd[r - 1] + sc[r - 1];
+    rd[r] = rd[r - 1] + rc[r - 1];
+  }
+  if (HVDA_HAS_FIELD(ccl_, hvda_ccl_ops_v1, alltoallv) && ccl_->alltoallv != nullptr)
+    return Check(ccl_->alltoallv(in, sc.data(), sd.data(), out, rc.data(), rd.data(), HVDA_UINT8,
+                                 comm_, h),
+                 "alltoallv");
+  // Grouped send/recv with every peer (NCCL's recipe).
+  HVDA_RETURN_IF_ERROR(Check(ccl_->group_start(), "group_start"));
+  Status st;
+  for (int r = 0; r < size_ && st.ok(); ++r) {
+    if (sc[r] > 0)
+      st = Check(ccl_->send(static_cast<const char*>(in) + sd[r], sc[r], HVDA_UINT8, r, comm_, h),
+                 "send (alltoallv)");
+    if (st.ok() && rc[r] > 0)
+      st = Check(ccl_->recv(static_cast<char*>(out) + rd[r], rc[r], HVDA_UINT8, r, comm_, h),
+                 "recv (alltoallv)");
+  }
+  Status end = Check(ccl_->group_end(), "group_end");
+  return st.ok() ? end : st;
+}
+
+Status PluginBackend::Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts,
+                                    DataType dtype, ReduceOp op, Stream* s) {
+  hvda_stream_t h = PluginDevice::Handle(s);
+  if (AllEqual(counts) && ccl_->supports(HVDA_COLL_REDUCESCATTER, D(dtype), R(op)))
+    return Check(ccl_->reduce_scatter(in, out, counts[0], D(dtype), R(op), comm_, h),
+                 "reduce_scatter");
+  // Uneven segments: allreduce a copy, keep this rank's segment.
+  const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  const size_t esize = DataTypeSize(dtype);
+  void* tmp = nullptr;
+  HVDA_RETURN_IF_ERROR(Scratch(total * esize, s, &tmp));
+  HVDA_RETURN_IF_ERROR(device_->memory().CopyAsync(tmp, in, total * esize, s));
+  HVDA_RETURN_IF_ERROR(Allreduce(tmp, total, dtype, op, s));
+  const int64_t offset = std::accumulate(counts.begin(), counts.begin() + rank_, int64_t{0});
+  return device_->memory().CopyAsync(out, static_cast<char*>(tmp) + offset * esize,
+                                     counts[rank_] * esize, s);
+}
+
+Status PluginBackend::Barrier(Stream* s) {
+  void* one = nullptr;
+  HVDA_RETURN_IF_ERROR(Scratch(sizeof(int32_t), s, &one));
+  return Check(ccl_->allreduce(one, one, 1, HVDA_INT32, HVDA_SUM, comm_, PluginDevice::Handle(s)),
+               "allreduce (barrier)");
+}
+
+Status PluginBackend::AsyncError() const {
+  return Check(ccl_->comm_get_async_error(comm_), "communicator");
+}
+
+void PluginBackend::Abort() { ccl_->comm_abort(comm_); }
+
+}  // namespace hvda

@@ -1,0 +1,115 @@
+// The C++ HAL over a loaded device plugin (plugin.h): PluginDevice maps
+// hvda_device_ops_v1 onto Device (memory + execution), PluginBackend maps
+// hvda_ccl_ops_v1 onto CollectiveBackend and composes what the library does
+// not offer (uneven allgather / reduce-scatter, alltoallv, barrier).
+//
+// Lifetime: both share ownership of the PluginLibrary, so the library stays
+// loaded while any object made from it lives. Streams and events they create
+// belong to the plugin and are destroyed through it.
+// Threading: as the HAL (the runtime's background thread).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/hal/collective_backend.h"
+#include "common/hal/device.h"
+#include "common/plugin/plugin_library.h"
+
+namespace hvda {
+
+class PluginDevice : public Device, private DeviceMemory, private DeviceExecution {
+ public:
+  // device_index: the framework's index of the device this rank uses.
+  PluginDevice(std::shared_ptr<PluginLibrary> lib, int device_index);
+
+  DeviceKind kind() const override { return DeviceKind::kPlugin; }
+  std::string name() const override;
+  DeviceMemory& memory() override { return *this; }
+  DeviceExecution& execution() override { return *this; }
+  int index() const { return index_; }
+  const PluginLibrary& library() const { return *lib_; }
+  // The plugin's handle of a stream made by this device.
+  static hvda_stream_t Handle(Stream* stream);
+
+ private:
+  Status Check(hvda_status s, const char* what) const;
+
+  // DeviceMemory
+  Status Allocate(size_t bytes, void** ptr) override;
+  void Free(void* ptr) override;
+  Status AllocateHost(size_t bytes, void** ptr) override;
+  void FreeHost(void* ptr) override;
+  Status CopyAsync(void* dst, const void* src, size_t bytes, Stream* stream) override;
+  Status CopyToHostAsync(void* dst, const void* src, size_t bytes, Stream* stream) override;
+  Status CopyFromHostAsync(void* dst, const void* src, size_t bytes, Stream* stream) override;
+  Status MemsetAsync(void* dst, int value, size_t bytes, Stream* stream) override;
+
+  // DeviceExecution
+  Status CreateStream(std::unique_ptr<Stream>* stream) override;
+  Status WrapStream(void* native, std::unique_ptr<Stream>* stream) override;
+  Status SynchronizeStream(Stream* stream) override;
+  Status CreateEvent(std::unique_ptr<Event>* event) override;
+  Status RecordEvent(Event* event, Stream* stream) override;
+  Status QueryEvent(Event* event, bool* done) override;
+  Status SynchronizeEvent(Event* event) override;
+  Status StreamWaitEvent(Stream* stream, Event* event) override;
+  Status Scale(void* buf, int64_t count, DataType dtype, double factor, Stream* stream) override;
+  Status ReduceInto(void* dst, const void* src, int64_t count, DataType dtype, ReduceOp op,
+                    Stream* stream) override;
+  Status BatchedCopy(const std::vector<CopyDesc>& copies, Stream* stream) override;
+
+  std::shared_ptr<PluginLibrary> lib_;
+  const hvda_device_ops_v1* ops_;
+  int index_;
+};
+
+class PluginBackend : public CollectiveBackend {
+ public:
+  // Collective over spec's ranks: set rank 0 makes the unique id and
+  // publishes it in spec.store under spec.prefix; every rank then joins the
+  // communicator (blocks up to spec.timeout_seconds). device: borrowed,
+  // outlives the backend (scratch memory for composed collectives).
+  static Status Create(std::shared_ptr<PluginLibrary> lib, PluginDevice* device,
+                       const CommunicatorSpec& spec, std::unique_ptr<CollectiveBackend>* out);
+  ~PluginBackend() override;
+
+  const char* name() const override { return name_.c_str(); }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  bool Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const override;
+
+  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op,
+                   Stream* stream) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank,
+                    Stream* stream) override;
+  Status Broadcast(void* buffer, int64_t bytes, int root, Stream* stream) override;
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                   const std::vector<int64_t>& recv_bytes, Stream* stream) override;
+  Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
+                       DataType dtype, ReduceOp op, Stream* stream) override;
+  Status Barrier(Stream* stream) override;
+
+  // The communicator's asynchronous error (OK while healthy); never blocks.
+  Status AsyncError() const;
+  // Makes pending work on the communicator fail instead of hanging.
+  void Abort();
+
+ private:
+  PluginBackend(std::shared_ptr<PluginLibrary> lib, PluginDevice* device, hvda_comm_t comm,
+                int rank, int size);
+  Status Check(hvda_status s, const char* what) const;
+  // A device buffer of >= bytes, reused in the order of stream s.
+  Status Scratch(size_t bytes, Stream* s, void** ptr);
+
+  std::shared_ptr<PluginLibrary> lib_;
+  const hvda_ccl_ops_v1* ccl_;
+  PluginDevice* device_;
+  hvda_comm_t comm_;
+  int rank_, size_;
+  std::string name_;
+  void* scratch_ = nullptr;  // device memory for composed collectives
+  size_t scratch_bytes_ = 0;
+};
+
+}  // namespace hvda
