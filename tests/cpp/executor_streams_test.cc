@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "async_test_device.h"
+#include "executor_test_util.h"
 #include "common/executor.h"
 #include "devices/cpu/gloo_backend.h"
 #include "multi_rank_harness.h"
@@ -19,32 +20,13 @@ namespace hvda {
 namespace {
 
 using testing::AsyncDevice;
+using testing::Drain;
+using testing::Entry;
 using testing::LocalSpec;
 using testing::RunRanks;
 using testing::StreamedBackend;
 
 float In(int rank, int t, int64_t i) { return static_cast<float>((i % 7) + rank * 10 + t); }
-
-// Polls until nothing is in flight (fails the test after 20 s).
-Status Drain(Executor& exec) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (exec.HasInflight()) {
-    HVDA_RETURN_IF_ERROR(exec.PollCompletions());
-    if (std::chrono::steady_clock::now() > deadline) return Status::Timeout("drain");
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return Status::OK();
-}
-
-TensorEntry Entry(const std::string& name, std::vector<int64_t> shape, const void* in, void* out) {
-  TensorEntry e;
-  e.request.name = name;
-  e.request.shape = std::move(shape);
-  e.input = in;
-  e.output = out;
-  e.work = std::make_shared<Work>();
-  return e;
-}
 
 class ExecutorStreams : public ::testing::TestWithParam<int> {};
 

@@ -12,11 +12,13 @@
 
 #include "common/executor.h"
 #include "common/plugin/plugin_device.h"
+#include "executor_test_util.h"
 #include "multi_rank_harness.h"
 
 namespace hvda {
 namespace {
 
+using testing::Entry;
 using testing::LocalSpec;
 using testing::RunRanks;
 
@@ -70,24 +72,9 @@ TEST(PluginDevice, MemoryKernelsAndEventsThroughTheAbi) {
   mem.Free(d1);
 }
 
-TensorEntry Entry(const std::string& name, std::vector<int64_t> shape, const void* in, void* out) {
-  TensorEntry e;
-  e.request.name = name;
-  e.request.shape = std::move(shape);
-  e.input = in;
-  e.output = out;
-  e.work = std::make_shared<Work>();
-  return e;
-}
-
 Status RunToCompletion(Executor& exec, const Response& r, TensorQueue* q) {
   HVDA_RETURN_IF_ERROR(exec.Execute(r, q));
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (exec.HasInflight()) {
-    HVDA_RETURN_IF_ERROR(exec.PollCompletions());
-    if (std::chrono::steady_clock::now() > deadline) return Status::Timeout("executor drain");
-  }
-  return Status::OK();
+  return testing::Drain(exec);
 }
 
 class PluginExecutor : public ::testing::TestWithParam<int> {};
