@@ -106,7 +106,12 @@ Status Executor::NoBackend(CollectiveKind kind, const Response& r) const {
 
 Status Executor::EnsureFusionBuffer(size_t bytes) {
   if (bytes <= fusion_bytes_) return Status::OK();
-  if (fusion_) device_->memory().Free(fusion_);
+  if (fusion_) {
+    // Work already enqueued may still use it (a no-op wait on the CPU);
+    // growth is rare, the size only rises.
+    HVDA_RETURN_IF_ERROR(device_->execution().SynchronizeStream(stream_.get()));
+    device_->memory().Free(fusion_);
+  }
   fusion_ = nullptr;
   fusion_bytes_ = 0;
   HVDA_RETURN_IF_ERROR(device_->memory().Allocate(bytes, &fusion_));

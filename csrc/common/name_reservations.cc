@@ -21,11 +21,6 @@ void NameReservations::Release(const std::string& name) {
   names_.erase(name);
 }
 
-size_t NameReservations::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return names_.size();
-}
-
 void NameReservation::Release() {
   std::shared_ptr<NameReservations> set;
   {

@@ -23,7 +23,6 @@ class NameReservations {
   // is already reserved or repeated in `names`; *taken receives it.
   bool TryReserve(const std::vector<std::string>& names, std::string* taken);
   void Release(const std::string& name);
-  size_t size() const;
 
  private:
   mutable std::mutex mu_;

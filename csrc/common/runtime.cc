@@ -90,16 +90,7 @@ bool Runtime::IsHomogeneous() const {
 }
 
 Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dynamic) {
-  if (initialized_) {
-    {
-      std::lock_guard<std::mutex> lock(failure_mu_);
-      if (failure_.ok()) return Status::OK();
-    }
-    // The background loop of this generation has ended (a peer shut down or
-    // failed): finish its shutdown so this init starts the next generation,
-    // exactly as the peers that called shutdown() and init() do.
-    Shutdown();
-  }
+  if (initialized_) return Status::OK();
   HVDA_RETURN_IF_ERROR(Config::FromEnvironment(&config_));
   log_ = Logger(ParseLogLevel(config_.GetString("HOROVOD_LOG_LEVEL")),
                 config_.GetBool("HOROVOD_LOG_HIDE_TIME"), config_.GetInt("HOROVOD_RANK"));
@@ -356,7 +347,8 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
   // NOTE [Deadlock detection] (coordinator.h): this rank's stuck bit goes
   // into the global set's cycle; the ANDed verdict into every other set's.
   bool stuck = deadlock_seconds_ > 0 && activity_->Stuck(deadlock_seconds_);
-  for (ProcessSetState* ps : sets) stuck &= ps->removed || !ps->controller->has_unsent();
+  for (size_t i = 0; stuck && i < sets.size(); ++i)
+    stuck = sets[i]->removed || !sets[i]->controller->has_unsent();
   bool stop = false;
   std::vector<int64_t> shutdown_ranks;
   for (ProcessSetState* ps : sets) {
@@ -410,9 +402,9 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
             ? "Horovod has been shut down by the stall inspector "
               "(HOROVOD_STALL_SHUTDOWN_TIME_SECONDS); check the output of every rank."
             : "Horovod has been shut down: rank " + who +
-                  " called hvd.shutdown() (explicitly, at exit, or after an exception) while "
-                  "this operation was pending. Call hvd.init() to start a new job generation; "
-                  "check the output of every rank."));
+                  " called hvd.shutdown() (explicitly, at exit, or after an exception), which "
+                  "ends this job generation and fails its operations. Call hvd.init() to start "
+                  "a new one; check the output of every rank."));
     return false;
   }
   return true;

@@ -59,9 +59,9 @@ class Runtime {
 
   // Blocks until every rank is connected. static_sets: extra process sets
   // (global ranks). InvalidArgument for bad settings, Aborted for connection
-  // failures. A no-op while initialized and working; after the job stopped
-  // (a peer shut down, a peer failed) it finishes that generation's shutdown
-  // and starts a new one, like Shutdown() followed by Init().
+  // failures. A no-op while initialized, also once GenerationEnded(): call
+  // Shutdown() first to start the next generation (horovod_accel's init()
+  // does).
   Status Init(const std::vector<std::vector<int>>& static_sets, bool dynamic);
   // Stops the background thread (collectively with the other ranks) and
   // fails whatever is still queued. Safe to call twice.

@@ -12,7 +12,7 @@ collects it, like upstream's `_handle_map`: an op whose handle the user
 drops still has live buffers while the core works on them. init() and
 shutdown() reset the table (shutdown has already failed every pending op).
 
-Names (docs/design/naming.md):
+Names (docs/design/never_hang.md):
 - name given -> "<op>.<name>"; else "<op>.noname.<n>", where n counts the
   unnamed ops of that (op, process set) that this rank *enqueued*: an op
   rejected at enqueue (ValueError) does not consume a number.
@@ -52,10 +52,10 @@ class HandleTable:
     """Pending handles and per-(op, process set) counters of unnamed ops."""
 
     def __init__(self):
-        self._lock = threading.Lock()
-        # Held from choosing an unnamed op's number until its enqueue
-        # returned, so concurrent threads never draw the same number and a
-        # rejected op gives its number back.
+        self._lock = threading.Lock()  # guards _pending
+        # Guards the counters and is held from choosing an unnamed op's
+        # number until its enqueue returned, so concurrent threads never draw
+        # the same number and a rejected op gives its number back.
         self._naming = threading.Lock()
         self._pending = {}
         self._noname = {}
@@ -80,15 +80,20 @@ class HandleTable:
         reserved, not initialized) propagates; other core errors become
         HorovodInternalError. Either way no number is consumed.
         """
-        with self._naming:
-            base = f"{op}.{name}" if name is not None else self._unnamed(op, process_set_id)
+        def named(base):
             names = base if group_size is None else [f"{base}_{i + 1}of{group_size}"
                                                      for i in range(group_size)]
-            works = _call_enqueue(lambda: enqueue(names))
-            if name is None:
-                with self._lock:
-                    key = (op, process_set_id)
-                    self._noname[key] = self._noname.get(key, 0) + 1
+            return _call_enqueue(lambda: enqueue(names))
+
+        if name is not None:
+            base = f"{op}.{name}"
+            works = named(base)
+        else:
+            with self._naming:
+                base = self._unnamed(op, process_set_id)
+                works = named(base)
+                key = (op, process_set_id)
+                self._noname[key] = self._noname.get(key, 0) + 1
         return self.add(Handle(base, works, keep, finish))
 
     def submit_internal(self, handle_name, enqueue, keep, finish):
@@ -113,12 +118,12 @@ class HandleTable:
         """Called on every rank when a join() completes: unnamed numbering
         continues in a new epoch, equal on every rank whatever ops the ranks
         that joined early skipped."""
-        with self._lock:
+        with self._naming:
             self._epoch += 1
             self._noname = {}
 
     def reset(self):
-        with self._lock:
+        with self._naming, self._lock:
             self._pending = {}
             self._noname = {}
             self._epoch = 0

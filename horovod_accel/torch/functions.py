@@ -159,7 +159,7 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
         raise ValueError("cannot broadcast torch.optim.LBFGS state (not supported, as upstream): "
                          "its curvature history is built by closure-driven steps. Construct LBFGS "
                          "identically on every rank after broadcast_parameters() instead.")
-    if not optimizer.state_dict()["state"]:
+    if not optimizer.state:
         _zero_gradients(optimizer)
     is_root = rank() == root_rank
     tensors = []

@@ -202,19 +202,20 @@ TEST(TensorQueue, NamesStayReservedUntilReleased) {
 
 TEST(ActivityTracker, StuckOnlyWhileWaitingWithoutActivity) {
   auto tracker = std::make_shared<ActivityTracker>();
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  EXPECT_FALSE(tracker->Stuck(0.01)) << "nobody waits: computing is never stuck";
+  // sleep_for waits at least this long: the construction is >= 20 ms old.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(tracker->Stuck(0.0)) << "nobody waits: computing is never stuck";
   Work w(tracker);
   std::thread waiter([&] { w.Wait(-1); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Stuck(0) is true exactly while a thread is inside Wait.
+  while (!tracker->Stuck(0.0)) std::this_thread::yield();
   EXPECT_TRUE(tracker->Stuck(0.01));
-  EXPECT_FALSE(tracker->Stuck(30));
+  EXPECT_FALSE(tracker->Stuck(600));
   tracker->NoteActivity();  // e.g. an enqueue
-  EXPECT_FALSE(tracker->Stuck(0.01));
+  EXPECT_FALSE(tracker->Stuck(600));
   w.Complete(Status::OK());
   waiter.join();
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  EXPECT_FALSE(tracker->Stuck(0.01)) << "the waiter left";
+  EXPECT_FALSE(tracker->Stuck(0.0)) << "the waiter left";
 }
 
 TEST(Work, WaitTimesOutThenCompletes) {

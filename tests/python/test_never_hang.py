@@ -57,10 +57,10 @@ def test_slow_peer_is_not_a_deadlock():
     assert "Deadlock" not in r.stdout + r.stderr, _tail(r)
 
 
-def test_ranks_at_different_init_generations_get_a_clear_error():
+def test_ranks_at_different_init_generations_get_a_clear_error(tmp_path):
     """A failed init() on one rank leaves the ranks' init counts apart: both
     fail within their timeouts, saying which init each rank is at."""
-    r = horovodrun_script(2, SCRIPTS / "init_mismatch.py", timeout=120,
+    r = horovodrun_script(2, SCRIPTS / "init_mismatch.py", tmp_path, timeout=120,
                           HOROVOD_START_TIMEOUT=2, HOROVOD_GLOO_TIMEOUT_SECONDS=3)
     errors = dict(re.findall(r"INIT-ERROR rank (\d): (.*)", r.stdout))
     assert sorted(errors) == ["0", "1"], _tail(r)

@@ -35,18 +35,6 @@ hvda_event_t EventHandle(Event* e) { return static_cast<PluginEvent*>(e)->handle
 hvda_dtype D(DataType t) { return static_cast<hvda_dtype>(static_cast<int32_t>(t)); }
 hvda_reduce_op R(ReduceOp op) { return static_cast<hvda_reduce_op>(static_cast<int32_t>(op)); }
 
-hvda_collective C(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::kAllreduce: return HVDA_COLL_ALLREDUCE;
-    case CollectiveKind::kAllgather: return HVDA_COLL_ALLGATHER;
-    case CollectiveKind::kBroadcast: return HVDA_COLL_BROADCAST;
-    case CollectiveKind::kAlltoall: return HVDA_COLL_ALLTOALL;
-    case CollectiveKind::kReducescatter: return HVDA_COLL_REDUCESCATTER;
-    case CollectiveKind::kBarrier: return HVDA_COLL_BARRIER;
-  }
-  return HVDA_COLL_ALLREDUCE;
-}
-
 bool AllEqual(const std::vector<int64_t>& v) {
   return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<int64_t>()) == v.end();
 }
@@ -227,18 +215,25 @@ Status PluginBackend::Scratch(size_t bytes, Stream* s, void** ptr) {
 }
 
 bool PluginBackend::Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const {
+  // What each collective below calls; data movement runs on bytes (uint8).
+  auto has = [this](hvda_collective c, hvda_dtype t, hvda_reduce_op o) {
+    return ccl_->supports(c, t, o) != 0;
+  };
+  const bool allgatherv = HVDA_HAS_FIELD(ccl_, hvda_ccl_ops_v1, allgatherv) && ccl_->allgatherv;
+  const bool alltoallv = HVDA_HAS_FIELD(ccl_, hvda_ccl_ops_v1, alltoallv) && ccl_->alltoallv;
   switch (kind) {
     case CollectiveKind::kAllreduce:
-    case CollectiveKind::kReducescatter:
-      // Uneven reduce-scatter is composed from allreduce.
-      return ccl_->supports(HVDA_COLL_ALLREDUCE, D(dtype), R(op)) != 0;
-    case CollectiveKind::kAllgather:
+    case CollectiveKind::kReducescatter:  // uneven: composed from allreduce
+      return has(HVDA_COLL_ALLREDUCE, D(dtype), R(op));
     case CollectiveKind::kBroadcast:
-    case CollectiveKind::kAlltoall:
+      return has(HVDA_COLL_BROADCAST, HVDA_UINT8, HVDA_SUM);
+    case CollectiveKind::kAllgather:  // uneven: allgatherv, else grouped broadcasts
+      return has(HVDA_COLL_ALLGATHER, HVDA_UINT8, HVDA_SUM) &&
+             (allgatherv || has(HVDA_COLL_BROADCAST, HVDA_UINT8, HVDA_SUM));
+    case CollectiveKind::kAlltoall:  // alltoallv, else grouped send/recv
+      return alltoallv || has(HVDA_COLL_SEND_RECV, HVDA_UINT8, HVDA_SUM);
     case CollectiveKind::kBarrier:
-      // Data movement runs on bytes (uint8), composed where needed.
-      return ccl_->supports(C(kind), HVDA_UINT8, HVDA_SUM) != 0 ||
-             ccl_->supports(HVDA_COLL_SEND_RECV, HVDA_UINT8, HVDA_SUM) != 0;
+      return has(HVDA_COLL_ALLREDUCE, HVDA_INT32, HVDA_SUM);
   }
   return false;
 }

@@ -373,7 +373,7 @@ hvda_status Allreduce(const void* send, void* recv, size_t n, hvda_dtype t, hvda
                    if (st != HVDA_OK) return st;
                  }
                  std::memcpy(recv, acc.data(), bytes);
-                 (void)staged;
+                 (void)staged;  // captured so the posted staging buffer outlives the round
                  return HVDA_OK;
                });
 }
