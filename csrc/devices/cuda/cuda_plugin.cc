@@ -1,0 +1,67 @@
+// The CUDA plugin: the CUDA runtime and NCCL behind the shared CUDA-like
+// implementation (csrc/devices/ccl_runtime). Only names and values live
+// here; both libraries are dlopen()ed at init (HOROVOD_CUDA_RUNTIME_LIB,
+// HOROVOD_NCCL_LIB override the paths), so the plugin builds without the
+// CUDA toolkit and one build serves every CUDA 11/12 installation.
+#include "devices/ccl_runtime/make_plugin.h"
+
+namespace hvda {
+namespace vendor {
+namespace {
+
+VendorSpec MakeCudaSpec() {
+  VendorSpec s{};
+  s.plugin_name = "cuda";
+  s.version = "0.1.0";
+  s.device_type = "cuda";
+  s.runtime_name = "CUDA";
+  s.ccl_name = "NCCL";
+  s.runtime_lib = {"HOROVOD_CUDA_RUNTIME_LIB",
+                   {"libcudart.so", "libcudart.so.12", "libcudart.so.11.0", nullptr},
+                   "the CUDA runtime"};
+  s.ccl_lib = {"HOROVOD_NCCL_LIB", {"libnccl.so", "libnccl.so.2", nullptr}, "NCCL"};
+  s.rt = {"cudaGetDeviceCount", "cudaSetDevice", "cudaMalloc", "cudaFree", "cudaHostAlloc",
+          "cudaFreeHost", "cudaMemcpyAsync", "cudaMemsetAsync", "cudaStreamCreateWithFlags",
+          "cudaStreamDestroy", "cudaStreamSynchronize", "cudaStreamWaitEvent",
+          "cudaEventCreateWithFlags", "cudaEventDestroy", "cudaEventRecord", "cudaEventQuery",
+          "cudaEventSynchronize", "cudaLaunchHostFunc", "cudaGetLastError", "cudaGetErrorString"};
+  s.ccl = {"ncclGetVersion", "ncclGetErrorString", "ncclGetUniqueId", "ncclCommInitRank",
+           "ncclCommDestroy", "ncclCommAbort", "ncclCommGetAsyncError", "ncclAllReduce",
+           "ncclBroadcast", "ncclAllGather", "ncclReduceScatter", "ncclSend", "ncclRecv",
+           "ncclGroupStart", "ncclGroupEnd", "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy",
+           nullptr, nullptr};  // no allgatherv / alltoallv: the core composes them
+  s.rt_not_ready = 600;  // cudaErrorNotReady
+  s.memcpy_h2d = 1;
+  s.memcpy_d2h = 2;
+  s.memcpy_d2d = 3;
+  s.stream_non_blocking = 1;   // cudaStreamNonBlocking
+  s.event_disable_timing = 2;  // cudaEventDisableTiming
+  s.not_ready_is_sticky = false;
+  s.ccl_in_progress = 7;  // ncclInProgress
+  s.ccl_remote_error = 6;  // ncclRemoteError
+  // By hvda_dtype: uint8, int8, int16, int32, int64, float16, bfloat16,
+  // float32, float64, bool.
+  const int dtypes[10] = {1, 0, -1, 2, 4, 6, 9, 7, 8, 1};
+  for (int i = 0; i < 10; ++i) s.dtype[i] = dtypes[i];
+  s.op_sum = 0;
+  s.op_prod = 1;
+  s.op_max = 2;
+  s.op_min = 3;
+  s.op_avg = 4;
+  s.scalar_host_immediate = 1;  // ncclScalarHostImmediate
+  return s;
+}
+
+const VendorSpec& CudaSpec() {
+  static const VendorSpec spec = MakeCudaSpec();
+  return spec;
+}
+
+}  // namespace
+}  // namespace vendor
+}  // namespace hvda
+
+extern "C" HVDA_PLUGIN_EXPORT const hvda_plugin_v1* horovod_accel_plugin_v1(uint32_t major,
+                                                                            uint32_t minor) {
+  return hvda::vendor::MakeVendorPlugin(hvda::vendor::CudaSpec(), major, minor);
+}

@@ -1,0 +1,65 @@
+// The Enflame GCU plugin: the TOPS runtime and ECCL behind the shared
+// CUDA-like implementation (csrc/devices/ccl_runtime). Only names and values
+// live here; both libraries are dlopen()ed at init (HOROVOD_GCU_RUNTIME_LIB,
+// HOROVOD_ECCL_LIB override the paths), so the plugin builds without TOPS.
+#include "devices/ccl_runtime/make_plugin.h"
+
+namespace hvda {
+namespace vendor {
+namespace {
+
+VendorSpec MakeGcuSpec() {
+  VendorSpec s{};
+  s.plugin_name = "gcu";
+  s.version = "0.1.0";
+  s.device_type = "gcu";  // torch_gcu's PrivateUse1 name
+  s.runtime_name = "TOPS";
+  s.ccl_name = "ECCL";
+  s.runtime_lib = {"HOROVOD_GCU_RUNTIME_LIB", {"libtopsrt.so", "libtopsrt.so.2", nullptr},
+                   "the TOPS runtime"};
+  s.ccl_lib = {"HOROVOD_ECCL_LIB", {"libeccl.so", "libeccl.so.2", nullptr}, "the ECCL"};
+  s.rt = {"topsGetDeviceCount", "topsSetDevice", "topsMalloc", "topsFree", "topsHostMalloc",
+          "topsHostFree", "topsMemcpyAsync", "topsMemsetAsync", "topsStreamCreateWithFlags",
+          "topsStreamDestroy", "topsStreamSynchronize", "topsStreamWaitEvent",
+          "topsEventCreateWithFlags", "topsEventDestroy", "topsEventRecord", "topsEventQuery",
+          "topsEventSynchronize", "topsLaunchHostFunc", "topsGetLastError", "topsGetErrorString"};
+  s.ccl = {"ecclGetVersion", "ecclGetErrorString", "ecclGetUniqueId", "ecclCommInitRank",
+           "ecclCommDestroy", "ecclCommAbort", "ecclCommGetAsyncError", "ecclAllReduce",
+           "ecclBroadcast", "ecclAllGather", "ecclReduceScatter", "ecclSend", "ecclRecv",
+           "ecclGroupStart", "ecclGroupEnd", "ecclRedOpCreatePreMulSum", "ecclRedOpDestroy",
+           "ecclAllGatherV", "ecclAlltoAllv"};
+  s.rt_not_ready = 600;  // topsErrorNotReady
+  s.memcpy_h2d = 1;
+  s.memcpy_d2h = 2;
+  s.memcpy_d2d = 3;
+  s.stream_non_blocking = 1;   // topsStreamNonBlocking
+  s.event_disable_timing = 2;  // topsEventDisableTiming
+  s.not_ready_is_sticky = true;
+  s.ccl_in_progress = 6;   // ecclInProgress
+  s.ccl_remote_error = -1;  // ECCL has none: a lost peer is ecclSystemError
+  // By hvda_dtype: uint8, int8, int16, int32, int64, float16, bfloat16,
+  // float32, float64, bool.
+  const int dtypes[10] = {1, 0, -1, 2, 4, 6, 9, 7, 8, 1};
+  for (int i = 0; i < 10; ++i) s.dtype[i] = dtypes[i];
+  s.op_sum = 0;
+  s.op_prod = 1;
+  s.op_max = 2;
+  s.op_min = 3;
+  s.op_avg = 4;
+  s.scalar_host_immediate = 1;
+  return s;
+}
+
+const VendorSpec& GcuSpec() {
+  static const VendorSpec spec = MakeGcuSpec();
+  return spec;
+}
+
+}  // namespace
+}  // namespace vendor
+}  // namespace hvda
+
+extern "C" HVDA_PLUGIN_EXPORT const hvda_plugin_v1* horovod_accel_plugin_v1(uint32_t major,
+                                                                            uint32_t minor) {
+  return hvda::vendor::MakeVendorPlugin(hvda::vendor::GcuSpec(), major, minor);
+}
