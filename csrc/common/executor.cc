@@ -1,6 +1,7 @@
 #include "common/executor.h"
 
 #include <numeric>
+#include <thread>
 
 #include "common/adasum.h"
 
@@ -67,7 +68,7 @@ Status Executor::Finish(std::vector<TensorEntry> entries, std::vector<bool> have
     for (auto& e : mine) e.work->Complete(st);
     return st;
   }
-  inflight_.push_back(Inflight{std::move(ev), std::move(mine)});
+  inflight_.push_back(Inflight{std::move(ev), std::move(mine), std::chrono::steady_clock::now()});
   return Status::OK();
 }
 
@@ -153,8 +154,8 @@ Status Executor::Execute(const Response& r, TensorQueue* queue) {
   if (tl)
     for (const auto& n : r.names) timeline_->OpStart(n, r.type);
 
-  Status st;
-  switch (r.type) {
+  Status st = WaitReady(entries, have);
+  if (st.ok()) switch (r.type) {
     case ResponseType::kAllreduce:
     case ResponseType::kAdasum:
       st = r.reduce_op == ReduceOp::kAdasum || r.type == ResponseType::kAdasum
@@ -185,6 +186,64 @@ Status Executor::Execute(const Response& r, TensorQueue* queue) {
   // A backend failure means the communicator is unusable; a missing backend
   // (InvalidArgument) only fails these tensors.
   return st.code() == StatusCode::kInvalidArgument ? Status::OK() : st;
+}
+
+Status Executor::WaitReady(const std::vector<TensorEntry>& entries,
+                           const std::vector<bool>& have) {
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (have[i] && entries[i].ready)
+      HVDA_RETURN_IF_ERROR(device_->execution().StreamWaitEvent(stream_.get(), entries[i].ready.get()));
+  return Status::OK();
+}
+
+Status Executor::AllocateOutput(size_t bytes, TensorEntry& e, void** data) {
+  if (output_device_) {
+    HVDA_RETURN_IF_ERROR(DeviceBuffer::Allocate(output_device_, bytes, &e.work->device_output));
+    *data = e.work->device_output->data();
+    return Status::OK();
+  }
+  e.work->output = std::make_shared<HostBuffer>(bytes);
+  *data = e.work->output->data();
+  return Status::OK();
+}
+
+// NOTE [Accelerator watchdog]: a device collective that never finishes
+// (a lost peer, a broken link) blocks the communication stream, not the
+// host; the background thread checks, each cycle, the backends' async
+// errors and how long the oldest response has been running
+// (HOROVOD_ACCEL_TIMEOUT_SECONDS). Either turns into an error for every
+// pending op, after the communicators are aborted so that the streams
+// drain (DrainOrAbort) and shutdown never waits on a dead peer.
+Status Executor::CheckHealth(double timeout_seconds) const {
+  for (const auto& b : backends_) HVDA_RETURN_IF_ERROR(b->AsyncError());
+  if (!inflight_.empty() && timeout_seconds > 0) {
+    const double age = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                     inflight_.front().started).count();
+    if (age > timeout_seconds)
+      return Status::Aborted("an accelerator collective (tensor '" +
+                             (inflight_.front().entries.empty()
+                                  ? std::string("?")
+                                  : inflight_.front().entries[0].request.name) +
+                             "') has not finished after " + std::to_string(static_cast<int>(age)) +
+                             " s (HOROVOD_ACCEL_TIMEOUT_SECONDS): a peer is lost or the device "
+                             "is stuck; its communicator was aborted.");
+  }
+  return Status::OK();
+}
+
+void Executor::DrainOrAbort(double grace_seconds, const Status& st) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(grace_seconds));
+  while (HasInflight() && std::chrono::steady_clock::now() < deadline) {
+    if (!PollCompletions().ok()) break;
+    if (HasInflight()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!HasInflight()) return;
+  for (auto& b : backends_) b->Abort();
+  for (auto& f : inflight_)
+    for (auto& e : f.entries) e.work->Complete(st);
+  inflight_.clear();
 }
 
 Status Executor::Pack(const Response& r, std::vector<TensorEntry>& entries,
@@ -313,12 +372,12 @@ Status Executor::Allgather(const Response& r, TensorEntry& e) {
     bytes[i] = r.rank_dim0[i] * row_bytes;
     rows += r.rank_dim0[i];
   }
-  auto out = std::make_shared<HostBuffer>(rows * row_bytes);
+  void* out = nullptr;
+  HVDA_RETURN_IF_ERROR(AllocateOutput(rows * row_bytes, e, &out));
   Begin(r, backend->name() == std::string("shm") ? "SHM_ALLGATHER" : "GLOO_ALLGATHER");
-  Status st = backend->Allgatherv(e.input, out->data(), bytes, stream_.get());
+  Status st = backend->Allgatherv(e.input, out, bytes, stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
-  e.work->output = out;
   e.work->output_dtype = r.dtype;
   e.work->output_shape = e.request.shape;
   e.work->output_shape[0] = rows;
@@ -350,12 +409,12 @@ Status Executor::Alltoall(const Response& r, TensorEntry& e) {
     recv[j] = recv_rows[j] * row_bytes;
     rows += recv_rows[j];
   }
-  auto out = std::make_shared<HostBuffer>(rows * row_bytes);
+  void* out = nullptr;
+  HVDA_RETURN_IF_ERROR(AllocateOutput(rows * row_bytes, e, &out));
   Begin(r, backend->name() == std::string("shm") ? "SHM_ALLTOALL" : "GLOO_ALLTOALL");
-  Status st = backend->Alltoallv(e.input, send, out->data(), recv, stream_.get());
+  Status st = backend->Alltoallv(e.input, send, out, recv, stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
-  e.work->output = out;
   e.work->output_dtype = r.dtype;
   e.work->output_shape = e.request.shape;
   e.work->output_shape[0] = rows;

@@ -11,6 +11,7 @@
 // Used only by the background thread.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -50,6 +51,20 @@ class Executor {
 
   const std::vector<std::unique_ptr<CollectiveBackend>>& backends() const { return backends_; }
 
+  // Outputs whose size depends on other ranks (allgather, alltoall) go to
+  // device memory of `device` (a DeviceBuffer) instead of host memory: for
+  // executors of accelerator devices. Shared so outputs can outlive us.
+  void set_output_device(std::shared_ptr<Device> device) { output_device_ = std::move(device); }
+
+  // The watchdog of asynchronous devices (NOTE [Accelerator watchdog]): an
+  // error when a backend reports an asynchronous error or the oldest
+  // in-flight response has run longer than timeout_seconds. Never blocks.
+  Status CheckHealth(double timeout_seconds) const;
+  // Waits up to grace_seconds for in-flight work to finish, then aborts
+  // every backend's communicator so nothing waits for a lost peer, and
+  // fails what is still in flight with st.
+  void DrainOrAbort(double grace_seconds, const Status& st);
+
  private:
   CollectiveBackend* Pick(CollectiveKind kind, DataType dtype, ReduceOp op) const;
   Status NoBackend(CollectiveKind kind, const Response& r) const;
@@ -75,13 +90,22 @@ class Executor {
   // has run (at once when it already has).
   Status Finish(std::vector<TensorEntry> entries, std::vector<bool> have, Status st);
 
+  // Orders the communication stream after the framework streams the
+  // entries' inputs were produced on (events recorded at enqueue).
+  Status WaitReady(const std::vector<TensorEntry>& entries, const std::vector<bool>& have);
+  // Memory for an output of `bytes` whose size depends on other ranks: a
+  // HostBuffer, or a DeviceBuffer on accelerator executors.
+  Status AllocateOutput(size_t bytes, TensorEntry& e, void** data);
+
   // A response whose work is enqueued but has not run yet.
   struct Inflight {
     std::unique_ptr<Event> done;
     std::vector<TensorEntry> entries;  // those this rank had
+    std::chrono::steady_clock::time_point started;
   };
 
   Device* device_;
+  std::shared_ptr<Device> output_device_;  // see set_output_device
   Status init_status_;
   std::unique_ptr<Stream> stream_;  // the communication stream
   std::vector<std::unique_ptr<CollectiveBackend>> backends_;

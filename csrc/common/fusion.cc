@@ -8,7 +8,7 @@ bool Fusable(const Response& r) {
 }
 
 bool Compatible(const Response& a, const Response& b) {
-  return a.type == b.type && a.dtype == b.dtype && a.device == b.device &&
+  return a.type == b.type && a.dtype == b.dtype && (a.device < 0) == (b.device < 0) &&
          a.reduce_op == b.reduce_op && a.prescale == b.prescale && a.postscale == b.postscale;
 }
 

@@ -23,6 +23,11 @@ struct ProcessSetState {
   // transport (which may borrow one of the executor's backends), then the
   // executor.
   std::unique_ptr<Executor> executor;
+  // Accelerator tensors (Runtime::DeviceExecutor): created on first use over
+  // `comm_spec`'s ranks; `device` is shared with the Accelerators.
+  std::shared_ptr<Device> device;
+  std::unique_ptr<Executor> device_executor;
+  CommunicatorSpec comm_spec;  // store and config borrowed from the Runtime's generation
   std::unique_ptr<ControllerTransport> transport;
   std::unique_ptr<Controller> controller;
   // Start the next cycle at once while requests wait (NOTE [Cycle pacing]).

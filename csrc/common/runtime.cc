@@ -17,6 +17,26 @@
 namespace hvda {
 namespace {
 
+// Upstream's HOROVOD_GPU_OPERATIONS / HOROVOD_GPU_<OP> chose, at build
+// time, which library runs GPU collectives (the seeds set NCCL). Here the
+// accelerator's plugin always runs them with its collective library, which
+// is what NCCL (or a vendor's NCCL-like library) means; host-staged choices
+// are refused with a clear message instead of being silently ignored.
+Status CheckGpuOperations(const Config& config) {
+  for (const char* var : {"HOROVOD_GPU_OPERATIONS", "HOROVOD_GPU_ALLREDUCE",
+                          "HOROVOD_GPU_ALLGATHER", "HOROVOD_GPU_BROADCAST",
+                          "HOROVOD_GPU_ALLTOALL", "HOROVOD_GPU_REDUCESCATTER"}) {
+    std::string v = config.GetString(var);
+    std::transform(v.begin(), v.end(), v.begin(), ::toupper);
+    if (v.empty() || v == "NCCL" || v == "ECCL" || v == "RCCL" || v == "CCL") continue;
+    return Status::InvalidArgument(
+        std::string(var) + "=" + config.GetString(var) + " is not available: horovod_accel runs "
+        "accelerator collectives with the device plugin's collective library (NCCL on CUDA, "
+        "ECCL on GCU). Set " + var + "=NCCL (or unset it).");
+  }
+  return Status::OK();
+}
+
 std::vector<std::string> SplitList(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -89,9 +109,11 @@ bool Runtime::IsHomogeneous() const {
   return true;
 }
 
-Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dynamic) {
+Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dynamic,
+                     const std::vector<std::string>& plugin_paths) {
   if (initialized_) return Status::OK();
   HVDA_RETURN_IF_ERROR(Config::FromEnvironment(&config_));
+  HVDA_RETURN_IF_ERROR(CheckGpuOperations(config_));
   log_ = Logger(ParseLogLevel(config_.GetString("HOROVOD_LOG_LEVEL")),
                 config_.GetBool("HOROVOD_LOG_HIDE_TIME"), config_.GetInt("HOROVOD_RANK"));
   topo_ = Topology();
@@ -150,6 +172,8 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
                            " s (HOROVOD_START_TIMEOUT): " + st.reason() + GenerationSkew());
   }
 
+  accel_.Load(plugin_paths);
+  accel_timeout_seconds_ = config_.GetFloat("HOROVOD_ACCEL_TIMEOUT_SECONDS");
   cpu_device_.reset();
   for (const auto& d : registry_.devices())
     if (d.kind == DeviceKind::kCPU) cpu_device_ = d.create();
@@ -229,6 +253,8 @@ Status Runtime::CreateProcessSet(int id, std::vector<int> ranks,
     for (int r : ranks) spec.hosts.push_back(topo_.hosts[r]);
     spec.timeout_seconds = config_.GetFloat("HOROVOD_GLOO_TIMEOUT_SECONDS");
     spec.config = &config_;
+    ps->comm_spec = spec;  // for the accelerator communicator, made on first use
+    ps->comm_spec.prefix = "g" + std::to_string(generation_) + "/ps" + std::to_string(id) + "/accel/";
     const std::string prefix =
         "g" + std::to_string(generation_) + "/ps" + std::to_string(id) + "/";
     const std::string iface = config_.GetString("HOROVOD_GLOO_IFACE");
@@ -374,18 +400,28 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
         HandleProcessSetResponse(r, ps);
         continue;
       }
-      st = ps->executor->Execute(r, &ps->queue);
+      // Errors, joins and barriers only complete Works: the CPU executor.
+      const bool on_device = r.device >= 0 && r.type != ResponseType::kError &&
+                             r.type != ResponseType::kJoin && r.type != ResponseType::kBarrier;
+      Executor* ex = ps->executor.get();
+      st = on_device ? DeviceExecutor(ps, &ex) : Status::OK();
+      if (st.ok()) st = ex->Execute(r, &ps->queue);
       if (!st.ok()) {
         FailEverything(st);
         return false;
       }
     }
     st = ps->executor->PollCompletions();
+    if (st.ok() && ps->device_executor) {
+      st = ps->device_executor->PollCompletions();
+      if (st.ok()) st = ps->device_executor->CheckHealth(accel_timeout_seconds_);
+    }
     if (!st.ok()) {
       FailEverything(st);
       return false;
     }
-    *waiting |= (ps->eager_pacing && ps->controller->pending() > 0) || ps->executor->HasInflight();
+    *waiting |= (ps->eager_pacing && ps->controller->pending() > 0) || ps->executor->HasInflight() ||
+                (ps->device_executor && ps->device_executor->HasInflight());
     if (is_global && list.shutdown) {
       stop = true;
       shutdown_ranks = list.shutdown_ranks;
@@ -420,7 +456,36 @@ void Runtime::FailEverything(const Status& st) {
   if (st.code() != StatusCode::kAborted || st.reason().find("shut down") == std::string::npos)
     log_.Log(LogLevel::kError, "background loop stopped: " + st.reason());
   std::lock_guard<std::mutex> lock(sets_mu_);
-  for (auto& kv : sets_) kv.second->queue.FailAll(failure);
+  for (auto& kv : sets_) {
+    // Device work of healthy peers finishes in moments; work waiting for a
+    // lost peer never does: abort its communicator (NOTE [Accelerator
+    // watchdog]) so that no stream stays blocked.
+    if (kv.second->device_executor) kv.second->device_executor->DrainOrAbort(2.0, failure);
+    kv.second->queue.FailAll(failure);
+  }
+}
+
+Status Runtime::DeviceExecutor(ProcessSetState* ps, Executor** out) {
+  if (!ps->device_executor) {
+    std::string why;
+    std::shared_ptr<PluginDevice> device = accel_.device(topo_.local_rank, &why);
+    if (!device)
+      return Status::Precondition("process set " + std::to_string(ps->id) + " runs an accelerator "
+                                  "collective, but this rank has no accelerator: " + why);
+    std::unique_ptr<CollectiveBackend> backend;
+    HVDA_RETURN_IF_ERROR(PluginBackend::Create(device->library_ptr(), device.get(), ps->comm_spec,
+                                               &backend));
+    std::vector<std::unique_ptr<CollectiveBackend>> backends;
+    backends.push_back(std::move(backend));
+    Timeline* tl = topo_.rank == 0 ? &timeline_ : nullptr;
+    auto ex = std::make_unique<Executor>(device.get(), std::move(backends), tl);
+    HVDA_RETURN_IF_ERROR(ex->status());
+    ex->set_output_device(device);
+    ps->device = device;
+    ps->device_executor = std::move(ex);
+  }
+  *out = ps->device_executor.get();
+  return Status::OK();
 }
 
 void Runtime::Shutdown() {
@@ -435,6 +500,7 @@ void Runtime::Shutdown() {
     sets_.clear();
   }
   retired_sets_.clear();  // the background thread has ended
+  accel_.EndGeneration();
   timeline_.Stop();
   initialized_ = false;
 }

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/accelerators.h"
 #include "common/activity_tracker.h"
 #include "common/hal/registry.h"
 #include "common/message.h"
@@ -42,7 +43,9 @@ struct EnqueueArgs {
   void* output = nullptr;       // ditto (allreduce, broadcast, reducescatter)
   DataType dtype = DataType::kFloat32;
   std::vector<int64_t> shape;
-  int device = -1;
+  int device = -1;               // -1: CPU; else the accelerator index
+  std::string device_type;       // accelerators: the framework's type ("gcu", "cuda")
+  void* stream = nullptr;        // accelerators: the framework's native stream (null: default)
   ReduceOp op = ReduceOp::kSum;
   double prescale = 1.0;
   double postscale = 1.0;
@@ -62,7 +65,10 @@ class Runtime {
   // failures. A no-op while initialized, also once GenerationEnded(): call
   // Shutdown() first to start the next generation (horovod_accel's init()
   // does).
-  Status Init(const std::vector<std::vector<int>>& static_sets, bool dynamic);
+  // plugin_paths: device plugin libraries to load (HOROVOD_ACCEL_PLUGINS and
+  // entry points, resolved by the Python layer); loaded once per process.
+  Status Init(const std::vector<std::vector<int>>& static_sets, bool dynamic,
+              const std::vector<std::string>& plugin_paths = {});
   // Stops the background thread (collectively with the other ranks) and
   // fails whatever is still queued. Safe to call twice.
   void Shutdown();
@@ -98,6 +104,12 @@ class Runtime {
   // generations (each rank publishes its latest); "" when they agree.
   std::string GenerationSkew();
   Status CreateProcessSet(int id, std::vector<int> ranks, std::unique_ptr<ProcessSetState>* out);
+  // The executor of ps for accelerator tensors, created (collectively, at
+  // the same response on every member) on first use.
+  Status DeviceExecutor(ProcessSetState* ps, Executor** out);
+  // Records, on the framework's stream, the event the communication stream
+  // waits for before reading e's input (accelerator tensors).
+  Status RecordReady(const EnqueueArgs& a, TensorEntry* e);
   Status ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
   void BackgroundLoop();
   // One negotiation + execution cycle over every process set this rank is
@@ -112,6 +124,8 @@ class Runtime {
   Registry registry_;
   Config config_;
   Logger log_;
+  Accelerators accel_{&log_};
+  double accel_timeout_seconds_ = 0;  // HOROVOD_ACCEL_TIMEOUT_SECONDS
   Topology topo_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Device> cpu_device_;

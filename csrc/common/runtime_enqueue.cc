@@ -43,11 +43,14 @@ Status Runtime::ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, Tens
   const std::string& n = a.name;
   if (!IsValidDataType(static_cast<int32_t>(a.dtype)))
     return Status::InvalidArgument("tensor '" + n + "' has an unsupported data type");
-  if (a.device >= 0)
-    return Status::InvalidArgument(
-        "tensor '" + n + "' is on accelerator " + std::to_string(a.device) +
-        ", but this build of horovod_accel has no accelerator plugin loaded (only CPU). Move the "
-        "tensor to the CPU or install the plugin for your device.");
+  if (a.device >= 0) {
+    if (a.device_type.empty())
+      return Status::InvalidArgument("tensor '" + n + "' is on accelerator " +
+                                     std::to_string(a.device) + " without a device type; the "
+                                     "framework adapter must say which (e.g. 'cuda', 'gcu').");
+    Status bound = accel_.Bind(a.device_type, a.device);
+    if (!bound.ok()) return Status::InvalidArgument("'" + n + "': " + bound.reason());
+  }
   for (int64_t d : a.shape)
     if (d < 0) return Status::InvalidArgument("tensor '" + n + "' has a negative dimension");
   const bool reduces = a.type == RequestType::kAllreduce || a.type == RequestType::kReducescatter;
@@ -111,6 +114,23 @@ Status Runtime::ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, Tens
   e->input = a.input;
   e->output = a.output;
   e->work = std::make_shared<Work>(activity_);
+  if (a.device >= 0) HVDA_RETURN_IF_ERROR(RecordReady(a, e));
+  return Status::OK();
+}
+
+Status Runtime::RecordReady(const EnqueueArgs& a, TensorEntry* e) {
+  std::string why;
+  std::shared_ptr<PluginDevice> device = accel_.device(topo_.local_rank, &why);
+  if (!device) return Status::InvalidArgument("'" + a.name + "': " + why);
+  std::unique_ptr<Stream> framework;
+  HVDA_RETURN_IF_ERROR(device->execution().WrapStream(a.stream, &framework));
+  std::unique_ptr<Event> ready;
+  HVDA_RETURN_IF_ERROR(device->execution().CreateEvent(&ready));
+  HVDA_RETURN_IF_ERROR(device->execution().RecordEvent(ready.get(), framework.get()));
+  // The event, not the wrapper, carries the ordering; shared with the
+  // device so it is destroyed through the plugin while the device lives.
+  Event* raw = ready.release();
+  e->ready = std::shared_ptr<Event>(raw, [device](Event* ev) { delete ev; });
   return Status::OK();
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/hal/device.h"
 #include "common/message.h"
 #include "common/name_reservations.h"
 #include "common/work.h"
@@ -23,6 +24,10 @@ struct TensorEntry {
   const void* input = nullptr;
   void* output = nullptr;
   std::shared_ptr<Work> work;
+  // Accelerator tensors: recorded at enqueue on the framework's stream after
+  // the work producing `input`; the communication stream waits for it
+  // (never the host). Null for CPU tensors.
+  std::shared_ptr<Event> ready;
 };
 
 class TensorQueue {

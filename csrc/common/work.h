@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/activity_tracker.h"
+#include "common/device_buffer.h"
 #include "common/dtype.h"
 #include "common/name_reservations.h"
 #include "common/util/status.h"
@@ -64,6 +65,8 @@ class Work {
 
   // Results (written before Complete, read after IsCompleted()).
   std::shared_ptr<HostBuffer> output;
+  // Instead of `output` for accelerator tensors (device memory).
+  std::shared_ptr<DeviceBuffer> device_output;
   std::vector<int64_t> output_shape;
   DataType output_dtype = DataType::kUInt8;
   std::vector<int64_t> received_splits;

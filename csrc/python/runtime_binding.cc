@@ -23,8 +23,30 @@ const Topology& Topo(const Runtime& rt) {
   return rt.topology();
 }
 
+// Where a tensor lives, as the framework adapter says it: -1 (CPU, upstream's
+// convention) or a DeviceRef (accelerator type, index, native stream).
+struct DeviceRef {
+  std::string type;
+  int index = 0;
+  uintptr_t stream = 0;  // the framework's current native stream; 0: default stream
+};
+
+void SetDevice(const py::object& device, EnqueueArgs* a) {
+  if (py::isinstance<DeviceRef>(device)) {
+    const auto& d = device.cast<const DeviceRef&>();
+    a->device = d.index;
+    a->device_type = d.type;
+    a->stream = reinterpret_cast<void*>(d.stream);
+    return;
+  }
+  a->device = device.cast<int>();
+  if (a->device >= 0)
+    throw py::value_error("an accelerator tensor must be described by a DeviceRef (type, index, "
+                          "stream), not a bare index");
+}
+
 EnqueueArgs Args(RequestType type, const std::string& name, int ps, uintptr_t in, uintptr_t out,
-                 int dtype, Shape shape, int device) {
+                 int dtype, Shape shape, const py::object& device) {
   if (!IsValidDataType(dtype)) throw py::value_error("unknown dtype code " + std::to_string(dtype));
   EnqueueArgs a;
   a.type = type;
@@ -34,7 +56,7 @@ EnqueueArgs Args(RequestType type, const std::string& name, int ps, uintptr_t in
   a.output = reinterpret_cast<void*>(out);
   a.dtype = static_cast<DataType>(dtype);
   a.shape = std::move(shape);
-  a.device = device;
+  SetDevice(device, &a);
   return a;
 }
 
@@ -55,8 +77,8 @@ std::vector<std::shared_ptr<Work>> Grouped(Runtime& rt, RequestType type,
                                            const std::vector<uintptr_t>& ins,
                                            const std::vector<uintptr_t>& outs,
                                            const std::vector<int>& dtypes,
-                                           const std::vector<Shape>& shapes, int device, int op,
-                                           double pre, double post) {
+                                           const std::vector<Shape>& shapes, const py::object& device,
+                                           int op, double pre, double post) {
   SameLength(ins, names.size(), "inputs");
   SameLength(dtypes, names.size(), "dtypes");
   SameLength(shapes, names.size(), "shapes");
@@ -74,22 +96,35 @@ std::vector<std::shared_ptr<Work>> Grouped(Runtime& rt, RequestType type,
 }  // namespace
 
 void BindRuntime(py::module_& m) {
+  py::class_<DeviceRef>(m, "DeviceRef",
+                        "Where an accelerator tensor lives: the framework's device type, index "
+                        "and current native stream handle (0: the default stream).")
+      .def(py::init([](std::string type, int index, uintptr_t stream) {
+             return DeviceRef{std::move(type), index, stream};
+           }),
+           py::arg("type"), py::arg("index"), py::arg("stream") = 0)
+      .def_readonly("type", &DeviceRef::type)
+      .def_readonly("index", &DeviceRef::index)
+      .def_readonly("stream", &DeviceRef::stream);
+
   py::class_<Runtime>(m, "Runtime")
       .def(py::init<>())
       .def(
           "init",
-          [](Runtime& rt, const std::vector<std::vector<int>>& sets, bool dynamic) {
+          [](Runtime& rt, const std::vector<std::vector<int>>& sets, bool dynamic,
+             const std::vector<std::string>& plugins) {
             Status st;
             {
               py::gil_scoped_release release;
-              st = rt.Init(sets, dynamic);
+              st = rt.Init(sets, dynamic, plugins);
             }
             if (!st.ok()) {
               if (st.code() == StatusCode::kInvalidArgument) throw py::value_error(st.reason());
               throw std::runtime_error(st.reason());
             }
           },
-          py::arg("process_sets") = std::vector<std::vector<int>>(), py::arg("dynamic") = false)
+          py::arg("process_sets") = std::vector<std::vector<int>>(), py::arg("dynamic") = false,
+          py::arg("plugins") = std::vector<std::string>())
       .def("shutdown", [](Runtime& rt) {
         py::gil_scoped_release release;
         rt.Shutdown();
@@ -107,7 +142,7 @@ void BindRuntime(py::module_& m) {
       .def("backends", &Runtime::GlobalBackends)
       .def("enqueue_allreduce",
            [](Runtime& rt, const std::string& name, int ps, uintptr_t in, uintptr_t out, int dtype,
-              Shape shape, int device, int op, double pre, double post) {
+              Shape shape, py::object device, int op, double pre, double post) {
              auto a = Args(RequestType::kAllreduce, name, ps, in, out, dtype, std::move(shape), device);
              a.op = static_cast<ReduceOp>(op);
              a.prescale = pre;
@@ -117,40 +152,40 @@ void BindRuntime(py::module_& m) {
       .def("enqueue_grouped_allreduce",
            [](Runtime& rt, const std::vector<std::string>& names, int ps,
               const std::vector<uintptr_t>& ins, const std::vector<uintptr_t>& outs,
-              const std::vector<int>& dtypes, const std::vector<Shape>& shapes, int device, int op,
+              const std::vector<int>& dtypes, const std::vector<Shape>& shapes, py::object device, int op,
               double pre, double post) {
              return Grouped(rt, RequestType::kAllreduce, names, ps, ins, outs, dtypes, shapes,
                             device, op, pre, post);
            })
       .def("enqueue_allgather",
            [](Runtime& rt, const std::string& name, int ps, uintptr_t in, int dtype, Shape shape,
-              int device) {
+              py::object device) {
              return Submit(rt, {Args(RequestType::kAllgather, name, ps, in, 0, dtype, std::move(shape), device)})[0];
            })
       .def("enqueue_grouped_allgather",
            [](Runtime& rt, const std::vector<std::string>& names, int ps,
               const std::vector<uintptr_t>& ins, const std::vector<int>& dtypes,
-              const std::vector<Shape>& shapes, int device) {
+              const std::vector<Shape>& shapes, py::object device) {
              return Grouped(rt, RequestType::kAllgather, names, ps, ins, {}, dtypes, shapes, device,
                             static_cast<int>(ReduceOp::kSum), 1.0, 1.0);
            })
       .def("enqueue_broadcast",
            [](Runtime& rt, const std::string& name, int ps, uintptr_t in, uintptr_t out, int dtype,
-              Shape shape, int device, int root) {
+              Shape shape, py::object device, int root) {
              auto a = Args(RequestType::kBroadcast, name, ps, in, out, dtype, std::move(shape), device);
              a.root_rank = root;
              return Submit(rt, {a})[0];
            })
       .def("enqueue_alltoall",
            [](Runtime& rt, const std::string& name, int ps, uintptr_t in, int dtype, Shape shape,
-              int device, Shape splits) {
+              py::object device, Shape splits) {
              auto a = Args(RequestType::kAlltoall, name, ps, in, 0, dtype, std::move(shape), device);
              a.splits = std::move(splits);
              return Submit(rt, {a})[0];
            })
       .def("enqueue_reducescatter",
            [](Runtime& rt, const std::string& name, int ps, uintptr_t in, uintptr_t out, int dtype,
-              Shape shape, int device, int op, double pre, double post) {
+              Shape shape, py::object device, int op, double pre, double post) {
              auto a = Args(RequestType::kReducescatter, name, ps, in, out, dtype, std::move(shape), device);
              a.op = static_cast<ReduceOp>(op);
              a.prescale = pre;
@@ -160,7 +195,7 @@ void BindRuntime(py::module_& m) {
       .def("enqueue_grouped_reducescatter",
            [](Runtime& rt, const std::vector<std::string>& names, int ps,
               const std::vector<uintptr_t>& ins, const std::vector<uintptr_t>& outs,
-              const std::vector<int>& dtypes, const std::vector<Shape>& shapes, int device, int op,
+              const std::vector<int>& dtypes, const std::vector<Shape>& shapes, py::object device, int op,
               double pre, double post) {
              return Grouped(rt, RequestType::kReducescatter, names, ps, ins, outs, dtypes, shapes,
                             device, op, pre, post);

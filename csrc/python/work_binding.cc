@@ -20,6 +20,15 @@ struct OutputBuffer {
   int dtype = 0;
 };
 
+// A core-allocated result in accelerator memory: the adapter allocates a
+// tensor on the device and copies it there (copy_to), ordered on the
+// framework's stream.
+struct DeviceOutput {
+  std::shared_ptr<DeviceBuffer> buffer;
+  std::vector<int64_t> shape;
+  int dtype = 0;
+};
+
 }  // namespace
 
 void RaiseStatus(const Status& st) {
@@ -38,6 +47,24 @@ void BindWork(py::module_& m) {
         return py::buffer_info(b.buffer->data(), 1, py::format_descriptor<uint8_t>::format(), 1,
                                {static_cast<py::ssize_t>(b.buffer->bytes())}, {1}, false);
       });
+
+  py::class_<DeviceOutput>(m, "DeviceOutput")
+      .def_readonly("shape", &DeviceOutput::shape)
+      .def_readonly("dtype", &DeviceOutput::dtype)
+      .def_property_readonly("nbytes", [](const DeviceOutput& b) { return b.buffer->bytes(); })
+      .def(
+          "copy_to",
+          [](const DeviceOutput& b, uintptr_t dst, uintptr_t stream) {
+            Status st;
+            {
+              py::gil_scoped_release release;
+              st = b.buffer->CopyTo(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(stream));
+            }
+            if (!st.ok()) RaiseStatus(st);
+          },
+          py::arg("dst"), py::arg("stream") = 0,
+          "Copies the result to device memory dst (nbytes), ordered on the native stream; blocks "
+          "until done.");
 
   py::class_<Work, std::shared_ptr<Work>>(m, "Work")
       .def("is_completed", &Work::IsCompleted)
@@ -60,6 +87,10 @@ void BindWork(py::module_& m) {
           "Blocks (GIL released) until done; False on timeout; raises CollectiveError on failure.")
       .def("output",
            [](const Work& w) -> py::object {
+             if (w.device_output) {
+               DeviceOutput d{w.device_output, w.output_shape, static_cast<int>(w.output_dtype)};
+               return py::cast(std::move(d));
+             }
              if (!w.output) return py::none();
              OutputBuffer b{w.output, w.output_shape, static_cast<int>(w.output_dtype)};
              return py::cast(std::move(b));

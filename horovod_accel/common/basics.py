@@ -8,6 +8,7 @@ upstream's shared C++ globals do. `HorovodBasics` itself is stateless.
 """
 import atexit
 import os
+import warnings
 import threading
 
 from horovod_accel.common import process_sets as _ps
@@ -68,7 +69,11 @@ class HorovodBasics:
             # generation here, so this init starts the next one with them.
             self.shutdown()
         if not rt.is_initialized():
-            rt.init([list(ps.ranks) for ps in process_sets], dynamic)
+            from horovod_accel.common import plugins  # noqa: PLC0415 (needs the core loaded)
+            paths, errors = plugins.plugin_paths()
+            for error in errors:
+                warnings.warn(f"horovod_accel: {error}", RuntimeWarning, stacklevel=2)
+            rt.init([list(ps.ranks) for ps in process_sets], dynamic, paths)
         self._check_comm(comm, rt.size())
         with _atexit_lock:
             if not _atexit_registered:

@@ -7,6 +7,7 @@ handle object does that, see handles.py).
 """
 import torch
 
+from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.process_sets import ProcessSet
 
 # The binding's dtype codes (docs/design/core_binding.md; never renumbered).
@@ -37,20 +38,48 @@ def dtype_code(tensor):
     return code
 
 
+def _index(device):
+    if device.index is not None:
+        return device.index
+    mod = getattr(torch, device.type, None)
+    current = getattr(mod, "current_device", None)
+    return int(current()) if current is not None else 0
+
+
+def native_stream(device):
+    """The framework's current native stream handle on an accelerator device
+    (cudaStream_t / topsStream_t as an int; 0 = the default stream): the core
+    orders its communication stream after the work queued there."""
+    mod = getattr(torch, device.type, None)
+    current = getattr(mod, "current_stream", None)
+    if current is None:
+        return 0
+    stream = current(device)
+    for attr in (f"{device.type}_stream", "native_handle", "cuda_stream"):
+        handle = getattr(stream, attr, None)
+        if handle is not None:
+            return int(handle)
+    return 0
+
+
 def device_id(tensor):
-    """-1 for CPU tensors (upstream's convention), else the accelerator index."""
-    if tensor.device.type == "cpu":
+    """-1 for CPU tensors (upstream's convention), else a `_core.DeviceRef`
+    (device type, index, current native stream)."""
+    device = tensor.device
+    if device.type == "cpu":
         return -1
-    return tensor.device.index if tensor.device.index is not None else 0
+    return DEFAULT_RUNTIME.core().DeviceRef(device.type, _index(device), native_stream(device))
 
 
 def common_device(tensors):
-    """The device id shared by all tensors of a grouped op; ValueError otherwise."""
-    ids = {device_id(t) for t in tensors}
-    if len(ids) > 1:
+    """The device (see device_id) shared by all tensors of a grouped op;
+    ValueError otherwise."""
+    devices = {(t.device.type, _index(t.device)) if t.device.type != "cpu" else None
+               for t in tensors}
+    if len(devices) > 1:
         raise ValueError(f"Tensors in a grouped operation must be on the same device; got "
                          f"{sorted({str(t.device) for t in tensors})}.")
-    return ids.pop() if ids else -1
+    return device_id(tensors[0]) if tensors else -1
 
 
 def as_input(tensor):
@@ -79,6 +108,10 @@ def output_tensor(buf, dtype, device):
     out_shape = list(buf.shape)
     if buf.nbytes == 0:
         return torch.empty(out_shape, dtype=dtype, device=device)
+    if hasattr(buf, "copy_to"):  # a `_core.DeviceOutput`: accelerator memory
+        out = torch.empty(out_shape, dtype=dtype, device=device)
+        buf.copy_to(out.data_ptr(), native_stream(out.device))
+        return out
     flat = torch.frombuffer(buf, dtype=dtype)
     # set_ shares the storage without making a view, so the result behaves
     # like a freshly allocated tensor (in-place ops on it are fine even when

@@ -71,6 +71,14 @@ class CollectiveBackend {
                                ReduceOp op, Stream* stream) = 0;
 
   virtual Status Barrier(Stream* stream) = 0;
+
+  // Asynchronous backends (a device plugin's collective library): the
+  // communicator's asynchronous error (OK while healthy; never blocks), and
+  // Abort, which makes its pending work finish (with undefined results)
+  // instead of waiting for a lost peer forever. Host-synchronous backends
+  // never have work pending, so the defaults do nothing.
+  virtual Status AsyncError() const { return Status::OK(); }
+  virtual void Abort() {}
 };
 
 // How a backend is created for one communicator.

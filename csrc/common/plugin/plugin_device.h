@@ -29,6 +29,7 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   DeviceExecution& execution() override { return *this; }
   int index() const { return index_; }
   const PluginLibrary& library() const { return *lib_; }
+  std::shared_ptr<PluginLibrary> library_ptr() const { return lib_; }
   // The plugin's handle of a stream made by this device.
   static hvda_stream_t Handle(Stream* stream);
 
@@ -90,10 +91,8 @@ class PluginBackend : public CollectiveBackend {
                        DataType dtype, ReduceOp op, Stream* stream) override;
   Status Barrier(Stream* stream) override;
 
-  // The communicator's asynchronous error (OK while healthy); never blocks.
-  Status AsyncError() const;
-  // Makes pending work on the communicator fail instead of hanging.
-  void Abort();
+  Status AsyncError() const override;
+  void Abort() override;
 
  private:
   PluginBackend(std::shared_ptr<PluginLibrary> lib, PluginDevice* device, hvda_comm_t comm,
