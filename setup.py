@@ -1,11 +1,58 @@
 """Builds horovod_accel: the C++ core (one pybind11 extension, never compiled
-against a deep-learning framework) driven by CMake, plus the Python packages."""
+against a deep-learning framework) driven by CMake, plus the Python packages.
+
+The core wheel (`pip wheel --no-build-isolation -w dist .`, or
+scripts/build_wheels.sh for the core and every device-plugin wheel) holds the
+`horovod` and `horovod_accel` packages and `horovod_accel/_core*.so`: the core
+and the CPU device. Device plugins (GCU, CUDA, ...) are separate wheels under
+packaging/. The wheel is tagged linux_x86_64, not manylinux: `_core` links the
+system's libgloo (Debian's libgloo0), so it installs where that library is;
+`auditwheel repair` (which vendors libgloo) is the release step.
+
+Environment knobs:
+  HVDA_BUILD_DIR     CMake build folder (default: <build_temp>/cmake); reused
+                     between builds, so a rebuild is incremental
+  HVDA_BUILD_TYPE    CMAKE_BUILD_TYPE (default Release)
+  HVDA_BUILD_TESTS   ON also configures the C++ unit tests (default OFF; the
+                     extension target is built either way, tests never are)
+  HVDA_BUILD_JOBS    parallel compile jobs (default: the number of CPUs)
+  HVDA_SETUPTOOLS_BUILD_BASE  setuptools' own build folder (default build/);
+                     scripts/build_wheels.sh points it at a fresh folder so a
+                     wheel never picks up stale files of an earlier build
+"""
 import os
+import shutil
 import subprocess
 import sys
 
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def cmake_executable():
+    """cmake from PATH, else the one pip installed beside this Python (.venv/bin)."""
+    found = shutil.which("cmake") or shutil.which("cmake", path=os.path.dirname(sys.executable))
+    if not found:
+        raise RuntimeError("cmake (>= 3.18) is needed to build horovod_accel: install it "
+                           "(apt-get install cmake, or pip install cmake)")
+    return found
+
+
+def reset_if_other_source(build_dir, src):
+    """Empties a reused build folder that CMake configured for other sources
+    (another checkout, or an unpacked sdist): CMake refuses to reuse it."""
+    cache = os.path.join(build_dir, "CMakeCache.txt")
+    if not os.path.isfile(cache):
+        return
+    with open(cache, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                home = line.split("=", 1)[1].strip()
+                if os.path.realpath(home) != os.path.realpath(src):
+                    shutil.rmtree(build_dir)
+                return
 
 
 class CMakeExtension(Extension):
@@ -17,29 +64,46 @@ class CMakeBuild(build_ext):
     def build_extension(self, ext):
         out_dir = os.path.abspath(os.path.dirname(self.get_ext_fullpath(ext.name)))
         build_dir = os.path.abspath(os.environ.get("HVDA_BUILD_DIR", os.path.join(self.build_temp, "cmake")))
+        reset_if_other_source(build_dir, HERE)
         os.makedirs(build_dir, exist_ok=True)
-        src = os.path.dirname(os.path.abspath(__file__))
+        cmake = cmake_executable()
         cfg = [
             f"-DHVDA_PYTHON_OUTPUT_DIR={out_dir}",
             f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DCMAKE_BUILD_TYPE={os.environ.get('HVDA_BUILD_TYPE', 'Release')}",
             f"-DHVDA_BUILD_TESTS={os.environ.get('HVDA_BUILD_TESTS', 'OFF')}",
         ]
-        subprocess.check_call(["cmake", "-S", src, "-B", build_dir] + cfg)
+        subprocess.check_call([cmake, "-S", HERE, "-B", build_dir] + cfg)
         jobs = os.environ.get("HVDA_BUILD_JOBS", str(os.cpu_count() or 2))
-        subprocess.check_call(["cmake", "--build", build_dir, "--target", "_core", "-j", jobs])
+        subprocess.check_call([cmake, "--build", build_dir, "--target", "_core", "-j", jobs])
 
+
+def read_readme():
+    try:
+        with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+options = {}
+if os.environ.get("HVDA_SETUPTOOLS_BUILD_BASE"):
+    options["build"] = {"build_base": os.environ["HVDA_SETUPTOOLS_BUILD_BASE"]}
 
 setup(
     name="horovod_accel",
     version="0.1.0",
     description="Drop-in, upstream-compatible Horovod with a pluggable accelerator layer",
+    long_description=read_readme(),
+    long_description_content_type="text/markdown",
     packages=find_packages(include=["horovod_accel", "horovod_accel.*", "horovod", "horovod.*"]),
     ext_modules=[CMakeExtension("horovod_accel._core")],
     cmdclass={"build_ext": CMakeBuild},
     python_requires=">=3.9",
+    # No framework: the core is framework-neutral; torch is an optional extra.
     install_requires=["cloudpickle"],
     extras_require={"torch": ["torch"], "test": ["pytest", "numpy"]},
     entry_points={"console_scripts": ["horovodrun = horovod_accel.runner.launch:run_commandline"]},
+    options=options,
     zip_safe=False,
 )
