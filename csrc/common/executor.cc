@@ -68,8 +68,10 @@ Status Executor::Finish(std::vector<TensorEntry> entries, std::vector<bool> have
     for (auto& e : mine) e.work->Complete(st);
     return st;
   }
+  // The destructor synchronizes the stream, so the callback never outlives us.
+  if (NotifiesCompletion()) st = device_->execution().LaunchHostFunc(stream_.get(), &NotifyThunk, this);
   inflight_.push_back(Inflight{std::move(ev), std::move(mine), std::chrono::steady_clock::now()});
-  return Status::OK();
+  return st;  // a failed callback launch: the device is broken
 }
 
 Status Executor::PollCompletions() {

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -55,6 +56,14 @@ class Executor {
   // device memory of `device` (a DeviceBuffer) instead of host memory: for
   // executors of accelerator devices. Shared so outputs can outlive us.
   void set_output_device(std::shared_ptr<Device> device) { output_device_ = std::move(device); }
+
+  // Called (from a device-runtime thread; must not block) whenever in-flight
+  // work may have finished, on devices with host callbacks: the runtime
+  // wakes its background thread to PollCompletions instead of running
+  // negotiation cycles while work is in flight.
+  void set_progress_notifier(std::function<void()> notify) { notify_ = std::move(notify); }
+  // Whether completions are announced by the notifier (else: poll).
+  bool NotifiesCompletion() const { return notify_ && device_->execution().SupportsHostFunc(); }
 
   // The watchdog of asynchronous devices (NOTE [Accelerator watchdog]): an
   // error when a backend reports an asynchronous error or the oldest
@@ -106,6 +115,8 @@ class Executor {
 
   Device* device_;
   std::shared_ptr<Device> output_device_;  // see set_output_device
+  std::function<void()> notify_;           // see set_progress_notifier
+  static void NotifyThunk(void* self) { static_cast<Executor*>(self)->notify_(); }
   Status init_status_;
   std::unique_ptr<Stream> stream_;  // the communication stream
   std::vector<std::unique_ptr<CollectiveBackend>> backends_;

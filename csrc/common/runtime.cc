@@ -341,13 +341,24 @@ void Runtime::BackgroundLoop() {
   bool eager = false;
   int idle_cycles = 0;
   while (true) {
+    bool poll_only = false;
     {
       std::unique_lock<std::mutex> lock(wake_mu_);
       const auto sleep = cycle * (1 << std::min(idle_cycles, kMaxIdleDoublings));
       if (!eager)
-        wake_cv_.wait_until(lock, last + sleep,
-                            [&] { return wake_pending_ || shutdown_requested_.load(); });
+        wake_cv_.wait_until(lock, last + sleep, [&] {
+          return wake_pending_ || completion_pending_ || shutdown_requested_.load();
+        });
+      // Device work finished while nothing new was enqueued: complete it
+      // without a negotiation cycle (which would be collective).
+      poll_only = !eager && completion_pending_ && !wake_pending_ && !shutdown_requested_ &&
+                  std::chrono::steady_clock::now() < last + sleep;
       wake_pending_ = false;
+      completion_pending_ = false;
+    }
+    if (poll_only) {
+      if (!PollDeviceWork()) return;
+      continue;
     }
     last = std::chrono::steady_clock::now();
     if (timeline_.enabled()) timeline_.MarkCycleStart();
@@ -420,8 +431,11 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
       FailEverything(st);
       return false;
     }
+    // In-flight device work is awaited through its completion callback
+    // (WakeForCompletion); only devices without one need eager cycles.
     *waiting |= (ps->eager_pacing && ps->controller->pending() > 0) || ps->executor->HasInflight() ||
-                (ps->device_executor && ps->device_executor->HasInflight());
+                (ps->device_executor && ps->device_executor->HasInflight() &&
+                 !ps->device_executor->NotifiesCompletion());
     if (is_global && list.shutdown) {
       stop = true;
       shutdown_ranks = list.shutdown_ranks;
@@ -465,6 +479,32 @@ void Runtime::FailEverything(const Status& st) {
   }
 }
 
+void Runtime::WakeForCompletion() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    completion_pending_ = true;
+  }
+  wake_cv_.notify_one();
+}
+
+bool Runtime::PollDeviceWork() {
+  std::vector<ProcessSetState*> sets;
+  {
+    std::lock_guard<std::mutex> lock(sets_mu_);
+    for (auto& kv : sets_)
+      if (kv.second->device_executor) sets.push_back(kv.second.get());
+  }
+  for (ProcessSetState* ps : sets) {
+    Status st = ps->device_executor->PollCompletions();
+    if (st.ok()) st = ps->device_executor->CheckHealth(accel_timeout_seconds_);
+    if (!st.ok()) {
+      FailEverything(st);
+      return false;
+    }
+  }
+  return true;
+}
+
 Status Runtime::DeviceExecutor(ProcessSetState* ps, Executor** out) {
   if (!ps->device_executor) {
     std::string why;
@@ -481,6 +521,7 @@ Status Runtime::DeviceExecutor(ProcessSetState* ps, Executor** out) {
     auto ex = std::make_unique<Executor>(device.get(), std::move(backends), tl);
     HVDA_RETURN_IF_ERROR(ex->status());
     ex->set_output_device(device);
+    ex->set_progress_notifier([this] { WakeForCompletion(); });
     ps->device = device;
     ps->device_executor = std::move(ex);
   }

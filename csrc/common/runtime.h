@@ -120,6 +120,11 @@ class Runtime {
   void HandleProcessSetResponse(const Response& r, ProcessSetState* global);
   void FailEverything(const Status& st);
   void Wake();
+  // From a device-runtime thread: in-flight device work may have finished.
+  void WakeForCompletion();
+  // Polls the device executors' completions and health without a
+  // negotiation cycle; false when the loop must end.
+  bool PollDeviceWork();
 
   Registry registry_;
   Config config_;
@@ -154,6 +159,7 @@ class Runtime {
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool wake_pending_ = false;
+  bool completion_pending_ = false;  // set by WakeForCompletion
   std::thread thread_;
 };
 

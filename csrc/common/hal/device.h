@@ -97,6 +97,14 @@ class DeviceExecution {
   virtual Status ReduceInto(void* dst, const void* src, int64_t count, DataType dtype,
                             ReduceOp op, Stream* stream) = 0;
   virtual Status BatchedCopy(const std::vector<CopyDesc>& copies, Stream* stream) = 0;
+
+  // Optional: runs fn(arg) on a device-runtime thread once the work enqueued
+  // on `stream` before it has run (fn must not block or call the device).
+  // The executor uses it to learn of completions without polling.
+  virtual bool SupportsHostFunc() const { return false; }
+  virtual Status LaunchHostFunc(Stream* stream, void (*fn)(void*), void* arg) {
+    return Status::Unavailable("this device has no host callbacks");
+  }
 };
 
 class Device {

@@ -135,6 +135,13 @@ Status PluginDevice::ReduceInto(void* dst, const void* src, int64_t count, DataT
   if (count == 0) return Status::OK();
   return Check(ops_->reduce_into(dst, src, count, D(dtype), R(op), Handle(s)), "reduce_into");
 }
+bool PluginDevice::SupportsHostFunc() const {
+  return HVDA_HAS_FIELD(ops_, hvda_device_ops_v1, launch_host_func) && ops_->launch_host_func;
+}
+Status PluginDevice::LaunchHostFunc(Stream* s, void (*fn)(void*), void* arg) {
+  if (!SupportsHostFunc()) return DeviceExecution::LaunchHostFunc(s, fn, arg);
+  return Check(ops_->launch_host_func(Handle(s), fn, arg), "launch_host_func");
+}
 Status PluginDevice::BatchedCopy(const std::vector<CopyDesc>& copies, Stream* s) {
   if (copies.empty()) return Status::OK();
   std::vector<hvda_copy_desc> c(copies.size());

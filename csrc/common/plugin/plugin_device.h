@@ -59,6 +59,8 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   Status ReduceInto(void* dst, const void* src, int64_t count, DataType dtype, ReduceOp op,
                     Stream* stream) override;
   Status BatchedCopy(const std::vector<CopyDesc>& copies, Stream* stream) override;
+  bool SupportsHostFunc() const override;
+  Status LaunchHostFunc(Stream* stream, void (*fn)(void*), void* arg) override;
 
   std::shared_ptr<PluginLibrary> lib_;
   const hvda_device_ops_v1* ops_;
