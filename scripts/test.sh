@@ -8,7 +8,7 @@ export PATH="$PWD/.venv/bin:$PATH"
 
 echo "==> C++ unit tests"
 cmake -S . -B build/cpp -DHVDA_BUILD_TESTS=ON -DPython3_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
-cmake --build build/cpp --target hvda_unit_tests -j "$(nproc)"
+cmake --build build/cpp --target hvda_unit_tests horovod_accel_gcu horovod_accel_cuda -j "$(nproc)"
 timeout 600 build/cpp/hvda_unit_tests --gtest_brief=1
 
 echo "==> Python tests"
