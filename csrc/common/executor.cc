@@ -102,9 +102,11 @@ CollectiveBackend* Executor::Pick(CollectiveKind kind, DataType dtype, ReduceOp 
 Status Executor::NoBackend(CollectiveKind kind, const Response& r) const {
   std::string names;
   for (const auto& b : backends_) names += std::string(names.empty() ? "" : ", ") + b->name();
-  return Status::InvalidArgument(std::string("no collective backend (") + names + ") supports " +
-                                 KindName(kind) + " of " + DataTypeName(r.dtype) + " with " +
-                                 ReduceOpName(r.reduce_op) + " for tensor '" + r.names[0] + "'.");
+  return Status::InvalidArgument(std::string(KindName(kind)) + " of " + DataTypeName(r.dtype) +
+                                 " with " + ReduceOpName(r.reduce_op) + " is not supported by the "
+                                 "collective backends here (" + names + ") for tensor '" +
+                                 r.names[0] + "'; convert the tensor to a supported type (e.g. "
+                                 "int32 or float32).");
 }
 
 Status Executor::EnsureFusionBuffer(size_t bytes) {
