@@ -100,5 +100,28 @@ struct VendorSpec {
   // a vendor with another size needs its own UniqueId type in vendor_api.h.
 };
 
+// The values shared by the CUDA runtime family (CUDA, TOPS, HIP: copy kinds,
+// stream/event flags, the not-ready error) and the NCCL numbering of
+// dtypes and reduction ops (NCCL, ECCL, RCCL). A vendor spec starts from
+// these and overrides what differs.
+inline void SetCudaLikeValues(VendorSpec* s) {
+  s->rt_not_ready = 600;
+  s->memcpy_h2d = 1;
+  s->memcpy_d2h = 2;
+  s->memcpy_d2d = 3;
+  s->stream_non_blocking = 1;
+  s->event_disable_timing = 2;
+  // By hvda_dtype: uint8, int8, int16 (none), int32, int64, float16,
+  // bfloat16, float32, float64, bool (as uint8).
+  const int dtypes[10] = {1, 0, -1, 2, 4, 6, 9, 7, 8, 1};
+  for (int i = 0; i < 10; ++i) s->dtype[i] = dtypes[i];
+  s->op_sum = 0;
+  s->op_prod = 1;
+  s->op_max = 2;
+  s->op_min = 3;
+  s->op_avg = 4;
+  s->scalar_host_immediate = 1;
+}
+
 }  // namespace vendor
 }  // namespace hvda

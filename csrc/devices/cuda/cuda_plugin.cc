@@ -30,25 +30,10 @@ VendorSpec MakeCudaSpec() {
            "ncclBroadcast", "ncclAllGather", "ncclReduceScatter", "ncclSend", "ncclRecv",
            "ncclGroupStart", "ncclGroupEnd", "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy",
            nullptr, nullptr};  // no allgatherv / alltoallv: the core composes them
-  s.rt_not_ready = 600;  // cudaErrorNotReady
-  s.memcpy_h2d = 1;
-  s.memcpy_d2h = 2;
-  s.memcpy_d2d = 3;
-  s.stream_non_blocking = 1;   // cudaStreamNonBlocking
-  s.event_disable_timing = 2;  // cudaEventDisableTiming
+  SetCudaLikeValues(&s);  // same copy kinds, flags, dtypes and ops as CUDA/NCCL
   s.not_ready_is_sticky = false;
   s.ccl_in_progress = 7;  // ncclInProgress
   s.ccl_remote_error = 6;  // ncclRemoteError
-  // By hvda_dtype: uint8, int8, int16, int32, int64, float16, bfloat16,
-  // float32, float64, bool.
-  const int dtypes[10] = {1, 0, -1, 2, 4, 6, 9, 7, 8, 1};
-  for (int i = 0; i < 10; ++i) s.dtype[i] = dtypes[i];
-  s.op_sum = 0;
-  s.op_prod = 1;
-  s.op_max = 2;
-  s.op_min = 3;
-  s.op_avg = 4;
-  s.scalar_host_immediate = 1;  // ncclScalarHostImmediate
   return s;
 }
 
