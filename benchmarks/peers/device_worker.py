@@ -60,8 +60,8 @@ class DirectEccl:
         if nelems not in self.bufs:
             p = ctypes.c_void_p()
             check(self.rt.topsMalloc(ctypes.byref(p), nelems * 4), "topsMalloc")
-            check(self.rt.topsMemset(p, 0, nelems * 4) if hasattr(self.rt, "topsMemset") else 0,
-                  "topsMemset")
+            check(self.rt.topsMemsetAsync(p, 0, ctypes.c_size_t(nelems * 4), self.stream),
+                  "topsMemsetAsync")  # zeros: a repeated in-place Sum stays finite
             self.bufs[nelems] = p
         return self.bufs[nelems]
 

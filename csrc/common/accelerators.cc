@@ -56,21 +56,30 @@ Status Accelerators::BindLocked(const Plugin& p, int index) {
   return Status::OK();
 }
 
-Status Accelerators::Bind(const std::string& device_type, int index) {
+Status Accelerators::Bind(const std::string& device_type, int index,
+                          std::shared_ptr<PluginDevice>* out) {
   std::lock_guard<std::mutex> lock(mu_);
   if (bound_) {
-    if (bound_type_ == device_type && bound_->index() == index) return Status::OK();
+    if (bound_type_ == device_type && bound_->index() == index) {
+      *out = bound_;
+      return Status::OK();
+    }
     return Status::InvalidArgument(
         "this rank already runs its accelerator collectives on " + bound_type_ + ":" +
         std::to_string(bound_->index()) + "; a tensor on " + device_type + ":" +
         std::to_string(index) + " cannot join them. Use one accelerator per process (e.g. " +
         "torch.device('" + device_type + "', hvd.local_rank())) for every Horovod op.");
   }
+  // A plugin of this device type, else why the one that should have been it
+  // is unusable (a library that failed to open has no known type).
   const Plugin* unusable = nullptr;
   for (const auto& p : plugins_) {
-    if (p.device_type != device_type && !(p.device_type.empty() && !p.lib)) continue;
-    if (p.lib) return BindLocked(p, index);
-    unusable = &p;
+    if (p.lib && p.device_type == device_type) {
+      HVDA_RETURN_IF_ERROR(BindLocked(p, index));
+      *out = bound_;
+      return Status::OK();
+    }
+    if (!p.lib && (p.device_type == device_type || p.device_type.empty())) unusable = &p;
   }
   if (unusable != nullptr)
     return Status::InvalidArgument("tensor is on " + device_type + ":" + std::to_string(index) +

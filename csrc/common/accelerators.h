@@ -37,7 +37,7 @@ class Accelerators {
   ~Accelerators();
 
   void Load(const std::vector<std::string>& paths);
-  Status Bind(const std::string& device_type, int index);
+  Status Bind(const std::string& device_type, int index, std::shared_ptr<PluginDevice>* out);
   // The bound device (binding a default one, see above); null with *why
   // set when no plugin is available.
   std::shared_ptr<PluginDevice> device(int local_rank, std::string* why);
@@ -50,7 +50,7 @@ class Accelerators {
     std::string device_type;
     std::string why;  // why it is unusable
   };
-  Status BindLocked(const Plugin& p, int index);
+  Status BindLocked(const Plugin& p, int index);  // sets bound_
   std::string Known() const;
 
   HostApi host_;  // outlives every loaded plugin (destroyed after plugins_)

@@ -1,5 +1,6 @@
 #include "common/executor.h"
 
+#include <cctype>
 #include <numeric>
 #include <thread>
 
@@ -127,6 +128,13 @@ Status Executor::EnsureFusionBuffer(size_t bytes) {
 void Executor::Begin(const Response& r, const char* activity) {
   if (timeline_ == nullptr || !timeline_->enabled()) return;
   for (const auto& n : r.names) timeline_->ActivityStart(n, activity);
+}
+
+void Executor::Begin(const Response& r, const CollectiveBackend& backend, const char* what) {
+  if (timeline_ == nullptr || !timeline_->enabled()) return;
+  std::string activity = backend.name();  // e.g. SHM_ALLREDUCE, GLOO_BCAST, GCU_ALLGATHER
+  for (char& c : activity) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  Begin(r, (activity + "_" + what).c_str());
 }
 
 void Executor::End(const Response& r) {
@@ -312,7 +320,7 @@ Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
   HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
   if (r.prescale != 1.0)
     HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale, stream_.get()));
-  Begin(r, backend->name() == std::string("shm") ? "SHM_ALLREDUCE" : "GLOO_ALLREDUCE");
+  Begin(r, *backend, "ALLREDUCE");
   Status st = backend->Allreduce(buf, count, r.dtype, WireOp(r.reduce_op), stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
@@ -349,7 +357,7 @@ Status Executor::Adasum(const Response& r, std::vector<TensorEntry>& entries,
   if (r.prescale != 1.0)
     HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale, stream_.get()));
   HostBuffer gathered(static_cast<size_t>(bytes) * n);
-  Begin(r, backend->name() == std::string("shm") ? "SHM_ADASUM_ALLGATHER" : "GLOO_ADASUM_ALLGATHER");
+  Begin(r, *backend, "ADASUM_ALLGATHER");
   Status st = backend->Allgatherv(buf, gathered.data(), std::vector<int64_t>(n, bytes), stream_.get());
   // The tree runs on the host: wait for the gathered data.
   if (st.ok()) st = device_->execution().SynchronizeStream(stream_.get());
@@ -378,7 +386,7 @@ Status Executor::Allgather(const Response& r, TensorEntry& e) {
   }
   void* out = nullptr;
   HVDA_RETURN_IF_ERROR(AllocateOutput(rows * row_bytes, e, &out));
-  Begin(r, backend->name() == std::string("shm") ? "SHM_ALLGATHER" : "GLOO_ALLGATHER");
+  Begin(r, *backend, "ALLGATHER");
   Status st = backend->Allgatherv(e.input, out, bytes, stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
@@ -394,7 +402,7 @@ Status Executor::Broadcast(const Response& r, TensorEntry& e) {
   const size_t bytes = r.TensorElements(0) * DataTypeSize(r.dtype);
   if (backend->rank() == r.root_rank && e.input != e.output && bytes > 0)
     HVDA_RETURN_IF_ERROR(device_->memory().CopyAsync(e.output, e.input, bytes, stream_.get()));
-  Begin(r, backend->name() == std::string("shm") ? "SHM_BCAST" : "GLOO_BCAST");
+  Begin(r, *backend, "BCAST");
   Status st = backend->Broadcast(e.output, bytes, r.root_rank, stream_.get());
   End(r);
   return st;
@@ -415,7 +423,7 @@ Status Executor::Alltoall(const Response& r, TensorEntry& e) {
   }
   void* out = nullptr;
   HVDA_RETURN_IF_ERROR(AllocateOutput(rows * row_bytes, e, &out));
-  Begin(r, backend->name() == std::string("shm") ? "SHM_ALLTOALL" : "GLOO_ALLTOALL");
+  Begin(r, *backend, "ALLTOALL");
   Status st = backend->Alltoallv(e.input, send, out, recv, stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
@@ -443,7 +451,7 @@ Status Executor::Reducescatter(const Response& r, TensorEntry& e) {
         device_->execution().Scale(fusion_, total, r.dtype, r.prescale, stream_.get()));
     in = fusion_;
   }
-  Begin(r, backend->name() == std::string("shm") ? "SHM_REDUCESCATTER" : "GLOO_REDUCESCATTER");
+  Begin(r, *backend, "REDUCESCATTER");
   Status st =
       backend->Reducescatter(in, e.output, counts, r.dtype, WireOp(r.reduce_op), stream_.get());
   End(r);

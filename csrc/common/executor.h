@@ -94,6 +94,8 @@ class Executor {
   Status Alltoall(const Response& r, TensorEntry& e);
   Status Reducescatter(const Response& r, TensorEntry& e);
   void Begin(const Response& r, const char* activity);
+  // Timeline activity <BACKEND>_<what> for r's tensors.
+  void Begin(const Response& r, const CollectiveBackend& backend, const char* what);
   void End(const Response& r);
   // Records an event after r's work and completes `entries` with st once it
   // has run (at once when it already has).

@@ -24,8 +24,7 @@ struct ProcessSetState {
   // executor.
   std::unique_ptr<Executor> executor;
   // Accelerator tensors (Runtime::DeviceExecutor): created on first use over
-  // `comm_spec`'s ranks; `device` is shared with the Accelerators.
-  std::shared_ptr<Device> device;
+  // `comm_spec`'s ranks; it shares ownership of its device (output device).
   std::unique_ptr<Executor> device_executor;
   CommunicatorSpec comm_spec;  // store and config borrowed from the Runtime's generation
   std::unique_ptr<ControllerTransport> transport;

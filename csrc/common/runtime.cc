@@ -522,7 +522,6 @@ Status Runtime::DeviceExecutor(ProcessSetState* ps, Executor** out) {
     HVDA_RETURN_IF_ERROR(ex->status());
     ex->set_output_device(device);
     ex->set_progress_notifier([this] { WakeForCompletion(); });
-    ps->device = device;
     ps->device_executor = std::move(ex);
   }
   *out = ps->device_executor.get();

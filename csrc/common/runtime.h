@@ -107,8 +107,9 @@ class Runtime {
   // The executor of ps for accelerator tensors, created (collectively, at
   // the same response on every member) on first use.
   Status DeviceExecutor(ProcessSetState* ps, Executor** out);
-  // Records, on the framework's stream, the event the communication stream
-  // waits for before reading e's input (accelerator tensors).
+  // Binds this rank's accelerator (Accelerators::Bind) and records, on the
+  // framework's stream, the event the communication stream waits for before
+  // reading e's input (accelerator tensors).
   Status RecordReady(const EnqueueArgs& a, TensorEntry* e);
   Status ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
   void BackgroundLoop();

@@ -48,8 +48,6 @@ Status Runtime::ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, Tens
       return Status::InvalidArgument("tensor '" + n + "' is on accelerator " +
                                      std::to_string(a.device) + " without a device type; the "
                                      "framework adapter must say which (e.g. 'cuda', 'gcu').");
-    Status bound = accel_.Bind(a.device_type, a.device);
-    if (!bound.ok()) return Status::InvalidArgument("'" + n + "': " + bound.reason());
   }
   for (int64_t d : a.shape)
     if (d < 0) return Status::InvalidArgument("tensor '" + n + "' has a negative dimension");
@@ -119,9 +117,9 @@ Status Runtime::ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, Tens
 }
 
 Status Runtime::RecordReady(const EnqueueArgs& a, TensorEntry* e) {
-  std::string why;
-  std::shared_ptr<PluginDevice> device = accel_.device(topo_.local_rank, &why);
-  if (!device) return Status::InvalidArgument("'" + a.name + "': " + why);
+  std::shared_ptr<PluginDevice> device;
+  Status bound = accel_.Bind(a.device_type, a.device, &device);
+  if (!bound.ok()) return Status::InvalidArgument("'" + a.name + "': " + bound.reason());
   std::unique_ptr<Stream> framework;
   HVDA_RETURN_IF_ERROR(device->execution().WrapStream(a.stream, &framework));
   std::unique_ptr<Event> ready;

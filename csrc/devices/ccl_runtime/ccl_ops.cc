@@ -18,10 +18,6 @@ namespace {
 PluginComm* C(hvda_comm_t c) { return reinterpret_cast<PluginComm*>(c); }
 NativeStream N(hvda_stream_t s) { return reinterpret_cast<PluginStream*>(s)->native; }
 
-#define HVDA_REQUIRE(p)        \
-  PluginInstance* p = nullptr; \
-  if (hvda_status s_ = Require(&p)) return s_
-
 // The library's dtype for d, or a failure naming it.
 hvda_status Dtype(PluginInstance* p, hvda_dtype d, int* out) {
   *out = (d >= 0 && d <= HVDA_BOOL) ? p->spec().dtype[d] : -1;
@@ -147,14 +143,11 @@ hvda_status CommGetAsyncError(hvda_comm_t comm) {
   if (auto s = CclResult(*p, p->api().comm_get_async_error(c->native, &async),
                          p->spec().ccl.comm_get_async_error))
     return s;
-  if (async == 0 || async == p->spec().ccl_in_progress) return HVDA_OK;
-  hvda_status s = CclResult(*p, async, p->spec().ccl.comm_get_async_error);
-  // A broken communicator is a lost peer unless the library said otherwise.
-  return s == HVDA_DEVICE_ERROR || s == HVDA_REMOTE_ERROR
-             ? Fail(HVDA_REMOTE_ERROR, std::string(p->spec().ccl_name) +
-                                           " reported an asynchronous error (a peer failed or "
-                                           "left): " + LastError())
-             : s;
+  if (CclResult(*p, async, p->spec().ccl.comm_get_async_error) == HVDA_OK) return HVDA_OK;
+  // Whatever broke the communicator asynchronously (ECCL reports a lost
+  // peer as a system error), it is unusable: a remote error to the core.
+  return Fail(HVDA_REMOTE_ERROR, std::string(p->spec().ccl_name) + " reported an asynchronous "
+                                 "error (a peer failed or left): " + LastError());
 }
 
 int Supports(hvda_collective coll, hvda_dtype dtype, hvda_reduce_op op) {

@@ -14,10 +14,6 @@ namespace {
 PluginStream* S(hvda_stream_t s) { return reinterpret_cast<PluginStream*>(s); }
 PluginEvent* E(hvda_event_t e) { return reinterpret_cast<PluginEvent*>(e); }
 
-#define HVDA_REQUIRE(p)              \
-  PluginInstance* p = nullptr;       \
-  if (hvda_status s_ = Require(&p)) return s_
-
 hvda_status SetDevice(PluginInstance* p, int device) {
   return RuntimeResult(*p, p->api().set_device(device), p->spec().rt.set_device);
 }

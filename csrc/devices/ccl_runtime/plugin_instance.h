@@ -85,8 +85,14 @@ hvda_status RuntimeResult(const PluginInstance& p, int result, const char* symbo
 hvda_status CclResult(const PluginInstance& p, int result, const char* symbol);
 
 // The instance, or HVDA_INTERNAL with a message when the plugin is not
-// initialized. Usage: PluginInstance* p; if (auto s = Require(&p)) return s;
+// initialized.
 hvda_status Require(PluginInstance** p);
+
+// First line of every ABI entry point: declares `p`, the instance, or
+// returns Require's failure.
+#define HVDA_REQUIRE(p)        \
+  PluginInstance* p = nullptr; \
+  if (hvda_status s_ = Require(&p)) return s_
 
 }  // namespace vendor
 }  // namespace hvda

@@ -46,7 +46,7 @@ void* OpenLibrary(const LibrarySpec& lib, GetEnvFn getenv, const void* ctx, std:
 }
 
 // Resolves `name` into *fn. Missing required symbols fail the load; a
-// missing optional one leaves *fn null.
+// missing optional one (or a null name) leaves *fn null.
 template <typename Fn>
 bool Resolve(void* handle, const char* name, Fn* fn, bool required, const std::string& path,
              std::string* error) {
@@ -118,8 +118,9 @@ std::unique_ptr<LoadedVendor> LoadedVendor::Load(const VendorSpec& spec, GetEnvF
             Resolve(cl, c.red_op_create_pre_mul_sum, &a.red_op_create_pre_mul_sum, false, cp,
                     error) &&
             Resolve(cl, c.red_op_destroy, &a.red_op_destroy, false, cp, error) &&
-            Resolve(cl, c.all_gather_v, &a.all_gather_v, false, cp, error) &&
-            Resolve(cl, c.alltoall_v, &a.alltoall_v, false, cp, error);
+            // Named in the spec: the plugin's table offers them, so they must exist.
+            Resolve(cl, c.all_gather_v, &a.all_gather_v, c.all_gather_v != nullptr, cp, error) &&
+            Resolve(cl, c.alltoall_v, &a.alltoall_v, c.alltoall_v != nullptr, cp, error);
   if (!ok) return nullptr;
   if ((a.red_op_create_pre_mul_sum == nullptr) != (a.red_op_destroy == nullptr)) {
     a.red_op_create_pre_mul_sum = nullptr;  // one without the other is unusable
