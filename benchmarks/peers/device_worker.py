@@ -43,8 +43,9 @@ class DirectEccl:
         uid = UniqueId()
         if rank == 0:
             check(self.ccl.ecclGetUniqueId(ctypes.byref(uid)), "ecclGetUniqueId")
-        raw = hvd.broadcast_object(bytes(uid.internal) if rank == 0 else None, root_rank=0,
-                                   name="bench.uid")
+        # All 128 bytes: the c_char array's value would stop at the first NUL.
+        raw = hvd.broadcast_object(ctypes.string_at(ctypes.addressof(uid), 128) if rank == 0
+                                   else None, root_rank=0, name="bench.uid")
         ctypes.memmove(ctypes.addressof(uid), raw, 128)
         self.comm = ctypes.c_void_p()
         check(self.ccl.ecclCommInitRank(ctypes.byref(self.comm), size, uid, rank), "ecclCommInitRank")

@@ -38,11 +38,30 @@ def dtype_code(tensor):
     return code
 
 
+class _DeviceModule:
+    """torch.<device type>'s current_device / current_stream, looked up once
+    per device type (the lookup goes through torch's module __getattr__,
+    which costs more than the rest of an enqueue)."""
+    _by_type = {}
+
+    def __init__(self, device_type):
+        mod = getattr(torch, device_type, None)
+        self.current_device = getattr(mod, "current_device", None)
+        self.current_stream = getattr(mod, "current_stream", None)
+        self.handle_attrs = (f"{device_type}_stream", "native_handle", "cuda_stream")
+
+    @classmethod
+    def of(cls, device_type):
+        found = cls._by_type.get(device_type)
+        if found is None:
+            found = cls._by_type[device_type] = cls(device_type)
+        return found
+
+
 def _index(device):
     if device.index is not None:
         return device.index
-    mod = getattr(torch, device.type, None)
-    current = getattr(mod, "current_device", None)
+    current = _DeviceModule.of(device.type).current_device
     return int(current()) if current is not None else 0
 
 
@@ -50,12 +69,11 @@ def native_stream(device):
     """The framework's current native stream handle on an accelerator device
     (cudaStream_t / topsStream_t as an int; 0 = the default stream): the core
     orders its communication stream after the work queued there."""
-    mod = getattr(torch, device.type, None)
-    current = getattr(mod, "current_stream", None)
-    if current is None:
+    mod = _DeviceModule.of(device.type)
+    if mod.current_stream is None:
         return 0
-    stream = current(device)
-    for attr in (f"{device.type}_stream", "native_handle", "cuda_stream"):
+    stream = mod.current_stream(device)
+    for attr in mod.handle_attrs:
         handle = getattr(stream, attr, None)
         if handle is not None:
             return int(handle)

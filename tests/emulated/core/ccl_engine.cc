@@ -79,8 +79,12 @@ class CommTable {
 // ------------------------------------------------------------ running calls
 
 // Runs the calls' plans together until all are done, or their
-// communicators are aborted. Blocks the stream's worker: polls, spinning
-// briefly then sleeping, and checks the peers' liveness while idle.
+// communicators are aborted. Blocks the stream's worker like a device kernel
+// that polls its peers' flags: it yields while a peer may still be about to
+// arrive (kActiveSpin after the last progress), then sleeps in short naps and
+// checks the peers' liveness. The spin is time-based, not a pass count: a
+// peer whose stream reaches the collective a few hundred microseconds later
+// (it negotiated later) is met at once, as on a device, not after a nap.
 void RunCalls(const std::vector<Call>& calls) {
   // One plan per communicator, parts appended in call order.
   std::vector<std::pair<std::shared_ptr<Comm>, std::unique_ptr<Plan>>> plans;
@@ -96,8 +100,8 @@ void RunCalls(const std::vector<Call>& calls) {
     }
     c.part(*plan);
   }
-  constexpr int kSpinPasses = 32;
-  int idle = 0;
+  constexpr auto kActiveSpin = std::chrono::microseconds(300);
+  auto last_progress = std::chrono::steady_clock::now();
   for (;;) {
     bool moved = false;
     bool done = true;
@@ -107,11 +111,12 @@ void RunCalls(const std::vector<Call>& calls) {
       done &= cp.second->Done();
     }
     if (done) return;
+    const auto now = std::chrono::steady_clock::now();
     if (moved) {
-      idle = 0;
+      last_progress = now;
       continue;
     }
-    if (++idle <= kSpinPasses) {
+    if (now - last_progress < kActiveSpin) {
       sched_yield();
       continue;
     }
