@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 need_pkgs=()
-for p in libgloo-dev libgtest-dev g++ make openmpi-bin libopenmpi-dev; do
+for p in libgloo-dev libgtest-dev g++ make openmpi-bin libopenmpi-dev mpich libmpich-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -26,7 +26,7 @@ echo "==> installing Python packages"
 .venv/bin/pip install -q --upgrade pip >/dev/null
 .venv/bin/pip install -q "torch==2.13.0" numpy pytest cloudpickle pybind11 setuptools wheel scikit-learn
 command -v cmake >/dev/null 2>&1 || .venv/bin/pip install -q cmake
-.venv/bin/pip install -q mpi4py || echo "(mpi4py unavailable: the mpi4py benchmark peer will be skipped)"
+MPICC=mpicc.openmpi .venv/bin/pip install -q mpi4py || echo "(mpi4py unavailable: the mpi4py benchmark peer will be skipped)"
 
 echo "==> building horovod_accel"
 HVDA_BUILD_DIR="$PWD/build/python" .venv/bin/pip install -q --no-build-isolation -e .

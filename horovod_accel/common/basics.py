@@ -11,6 +11,7 @@ import os
 import warnings
 import threading
 
+from horovod_accel.common import mpi as _mpi
 from horovod_accel.common import process_sets as _ps
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME, NOT_INITIALIZED
 from horovod_accel.common.util import is_iterable
@@ -35,19 +36,22 @@ class HorovodBasics:
     def init(self, comm=None, process_sets=None):
         """Initializes Horovod; blocks until every rank has connected.
 
-        comm: None (all ranks), or a list of ranks that must cover the whole job
-            (subsets and mpi4py communicators need the MPI controller, which
-            this build does not have -> ValueError).
+        comm: None (all ranks), an mpi4py communicator (its ranks form the
+            job, each sub-communicator its own; MPI bootstrap, see
+            docs/design/mpi.md), or a list of ranks that must cover the whole
+            job (subsets need the MPI controller -> ValueError).
         process_sets: None, a list of `ProcessSet` (registered in addition to
             the global set; duplicates -> ValueError), or "dynamic" (sets
             HOROVOD_DYNAMIC_PROCESS_SETS=1 so add/remove_process_set work).
 
+        Under horovodrun the job comes from its variables; under mpirun (Open
+        MPI, MPICH) without them, from MPI (horovod_accel.common.mpi.bootstrap).
         Idempotent while initialized (process sets given again are bound to the
         already registered sets with the same ranks). Registers shutdown() with
         atexit. After shutdown(), or once the job ended under this rank (a
         peer shut down or failed), init() starts a new job generation.
         Raises ValueError for bad arguments/settings, RuntimeError if the ranks
-        cannot connect.
+        cannot connect or MPI cannot be used.
         """
         dynamic = False
         if process_sets is None:
@@ -69,6 +73,7 @@ class HorovodBasics:
             # generation here, so this init starts the next one with them.
             self.shutdown()
         if not rt.is_initialized():
+            self._mpi_bootstrap(comm)
             from horovod_accel.common import plugins  # noqa: PLC0415 (needs the core loaded)
             paths, errors = plugins.plugin_paths()
             for error in errors:
@@ -84,16 +89,34 @@ class HorovodBasics:
 
     @staticmethod
     def _check_comm(comm, size):
-        if comm is None:
+        if comm is None or _mpi.is_communicator(comm):
             return
         if not is_iterable(comm):
-            raise ValueError("init(comm=<MPI communicator>) needs the MPI controller, which this build "
-                             "of horovod_accel does not have; use comm=None.")
+            raise ValueError(f"init(comm=...) takes an mpi4py communicator or a list of ranks, "
+                             f"got {type(comm).__name__}.")
         ranks = sorted(comm)
         if size is not None and ranks and ranks != list(range(size)):
             raise ValueError(f"init(comm={list(comm)}) would run Horovod on a subset of the "
                              f"{size} launched ranks, which needs the MPI controller (not in this "
-                             f"build). Launch only the ranks you need, or use a ProcessSet.")
+                             f"build). Pass an mpi4py sub-communicator, launch only the ranks you "
+                             f"need, or use a ProcessSet.")
+
+    @staticmethod
+    def _mpi_bootstrap(comm):
+        """Forms the job from MPI when this process was started by mpirun
+        (not horovodrun) or comm is an mpi4py communicator."""
+        from_horovodrun = "HOROVOD_GLOO_RENDEZVOUS_ADDR" in os.environ
+        if _mpi.is_communicator(comm):
+            if from_horovodrun and "_HOROVOD_MPI_BOOTSTRAP" not in os.environ:
+                raise ValueError("init(comm=<mpi4py communicator>) needs the job to be started "
+                                 "by mpirun, not horovodrun; use comm=None under horovodrun.")
+        elif from_horovodrun or _mpi.launcher() is None:
+            return
+        try:
+            _mpi.bootstrap(comm)
+        except _mpi.MpiError as e:
+            raise RuntimeError(f"Horovod cannot form the job from MPI: {e}") from None
+        os.environ["_HOROVOD_MPI_BOOTSTRAP"] = "1"
 
     def shutdown(self):
         """Stops the background thread (collectively with the other ranks);
@@ -152,18 +175,23 @@ class HorovodBasics:
     # ---------------------------------------------------------------- build flags
 
     def mpi_threads_supported(self):
-        """Upstream: whether MPI runs multi-threaded. ValueError unless the MPI
-        controller is in use, which this build never does."""
+        """Whether MPI runs at MPI_THREAD_MULTIPLE, so Horovod's background
+        thread and the user's mpi4py calls may mix. ValueError (as upstream)
+        when MPI is not in use."""
         if not self.mpi_enabled():
             raise ValueError("Horovod MPI is not enabled; Please make sure it's installed and enabled.")
         DEFAULT_RUNTIME.initialized_runtime()
-        return True
+        return _mpi.active().thread_level() == _mpi.THREAD_MULTIPLE
 
     def mpi_enabled(self):
-        """True if MPI is used at run time (never: the controller is Gloo)."""
-        return False
+        """True if this job was formed through MPI (started by mpirun or from
+        an mpi4py communicator). Negotiation and data still run over Gloo and
+        shared memory: the MPI controller is not built yet."""
+        mpi = _mpi.active()
+        return mpi is not None and mpi.initialized() and not mpi.finalized()
 
     def mpi_built(self):
+        """True if this installation can use MPI (a shim for Open MPI or MPICH)."""
         return bool(DEFAULT_RUNTIME.build_info()["mpi_built"])
 
     def gloo_enabled(self):

@@ -56,9 +56,15 @@ class DefaultRuntime:
         return rt is not None and rt.is_initialized()
 
     def build_info(self):
-        """`_core.build_info()` (cached): which controllers/backends/devices are built."""
+        """`_core.build_info()` (cached): which controllers/backends/devices are
+        built, plus `mpi_flavours`: the MPI families with a shim beside the core
+        (mpirun launch and mpi4py communicators; `mpi_built` when any)."""
         if self._build_info is None:
-            self._build_info = dict(self.core().build_info())
+            from horovod_accel.common import mpi  # noqa: PLC0415 (avoids an import cycle)
+            info = dict(self.core().build_info())
+            info["mpi_flavours"] = mpi.built_flavours()
+            info["mpi_built"] = bool(info["mpi_flavours"])
+            self._build_info = info
         return self._build_info
 
     def add_reset_listener(self, fn):

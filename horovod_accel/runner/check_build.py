@@ -17,14 +17,16 @@ class CoreNotBuilt(RuntimeError):
 
 
 def load_build_info():
-    """Returns _core.build_info(); raises CoreNotBuilt with a how-to-fix message."""
+    """Returns the build info (DEFAULT_RUNTIME.build_info(): the core's plus the
+    MPI shims); raises CoreNotBuilt with a how-to-fix message."""
     try:
         from horovod_accel import _core
     except ImportError as e:
         raise CoreNotBuilt(
             f"the horovod_accel C++ extension (horovod_accel._core) is not built or failed to load "
             f"({e}). Build it from the source tree with `pip install -e .`.") from None
-    return _core.build_info()
+    from horovod_accel.common.default_runtime import DEFAULT_RUNTIME  # noqa: PLC0415
+    return DEFAULT_RUNTIME.build_info()
 
 
 def horovod_version():
@@ -71,15 +73,19 @@ def render(info, frameworks, plugins=()):
     lines = [f"Horovod v{info.get('version', horovod_version())}:", "", "Available Frameworks:"]
     lines += [f"    {box(frameworks[name])} {name}" for name, _ in _FRAMEWORKS]
     lines += ["", "Available Controllers:",
-              f"    {box(info.get('mpi_built') or 'mpi' in controllers)} MPI",
+              f"    {box('mpi' in controllers)} MPI",
               f"    {box(info.get('gloo_built') and 'gloo' in controllers)} Gloo",
               "", "Available Tensor Operations:",
               f"    {box(info.get('nccl_built'))} NCCL",
               f"    {box(info.get('ddl_built'))} DDL",
               f"    {box(info.get('ccl_built'))} CCL",
-              f"    {box(info.get('mpi_built'))} MPI",
+              f"    {box('mpi' in ops)} MPI",
               f"    {box('gloo' in ops)} Gloo",
               f"    {box('shm' in ops)} Shared memory (shm)"]
+    flavours = info.get("mpi_flavours", [])
+    names = {"openmpi": "Open MPI 4/5", "mpich": "MPICH (and its ABI: Intel MPI, MVAPICH)"}
+    lines += ["", "Launch under mpirun / mpi4py communicators:"]
+    lines += [f"    {box(f in flavours)} {names[f]}" for f in ("openmpi", "mpich")]
     devices = info.get("devices", [])
     if devices:
         lines += ["", "Available Devices:"] + [f"    [X] {d}" for d in devices]

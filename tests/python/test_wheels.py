@@ -165,7 +165,9 @@ def test_core_wheel_holds_the_core_and_no_framework(wheels):
     assert any(re.fullmatch(r"horovod_accel/_core\.cpython-[^/]+\.so", n) for n in names), names
     assert "horovod/__init__.py" in names and "horovod_accel/runner/launch.py" in names, names
     assert not any(n.startswith(("tests/", "csrc/", "packaging/")) for n in names), names
-    assert not any(n.endswith(".so") and "_core" not in n for n in names), \
+    shims = {"horovod_accel/libhvda_mpi_openmpi.so", "horovod_accel/libhvda_mpi_mpich.so"}
+    assert shims <= set(names), f"the MPI shims (docs/design/mpi.md) are missing: {names}"
+    assert not any(n.endswith(".so") and "_core" not in n and n not in shims for n in names), \
         f"the core wheel must hold no device plugin: {names}"
     requires = re.findall(r"^Requires-Dist: (.*)$", meta, re.M)
     hard = [q for q in requires if "extra ==" not in q]
