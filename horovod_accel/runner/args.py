@@ -146,7 +146,8 @@ def build_parser():
 
     g = p.add_argument_group("controller arguments").add_mutually_exclusive_group()
     g.add_argument("--gloo", dest="use_gloo", action="store_true", help="Use the Gloo controller (default).")
-    g.add_argument("--mpi", dest="use_mpi", action="store_true", help="Not supported yet.")
+    g.add_argument("--mpi", dest="use_mpi", action="store_true",
+                   help="Start the ranks with mpirun (Open MPI or MPICH); they form the job from MPI.")
     g.add_argument("--jsrun", dest="use_jsrun", action="store_true", help="Not supported yet.")
     return p
 
@@ -168,10 +169,9 @@ def validate(parser, args):
     if args.config_file:
         _fail(parser, "--config-file is not supported yet by horovod_accel; pass the settings as "
                      "command-line flags instead (see horovodrun --help)")
-    if args.use_mpi or args.use_jsrun:
-        flag = "--mpi" if args.use_mpi else "--jsrun"
-        _fail(parser, f"{flag} is not supported yet by horovod_accel: only the Gloo controller is "
-                     "built. Drop the flag (Gloo is the default).")
+    if args.use_jsrun:
+        _fail(parser, "--jsrun is not supported by horovod_accel; launch with the default (Gloo) "
+                     "or --mpi.")
     used = [flag for dest, flag in _ELASTIC_FLAGS if getattr(args, dest) is not None]
     if used:
         _fail(parser, f"elastic training ({', '.join(used)}) is not supported yet by horovod_accel; "
@@ -191,9 +191,9 @@ def validate(parser, args):
     if noise is not None and not 0 <= noise <= 1:
         _fail(parser, f"--autotune-gaussian-process-noise={noise} must be in [0, 1]")
     for flag, val in (("--mpi-args", args.mpi_args), ("--binding-args", args.binding_args)):
-        if val:
-            print(f"horovodrun: warning: {flag} only applies to MPI launches, which horovod_accel "
-                  "does not support yet; ignoring it", file=sys.stderr)
+        if val and not args.use_mpi:
+            print(f"horovodrun: warning: {flag} only applies to MPI launches (--mpi); ignoring it",
+                  file=sys.stderr)
 
 
 def parse_args(argv=None):

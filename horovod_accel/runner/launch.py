@@ -1,4 +1,5 @@
-"""`horovodrun` (console script): upstream Horovod's launcher, Gloo controller.
+"""`horovodrun` (console script): upstream Horovod's launcher, Gloo controller
+(`--mpi` hands the launch to mpirun instead: mpi_launch.py).
 
     horovodrun -np 4 -H host1:2,host2:2 python train.py
 
@@ -21,7 +22,7 @@ import sys
 
 from horovod_accel.runner import args as args_mod
 from horovod_accel.runner import hosts as hosts_mod
-from horovod_accel.runner import job, network, output, tunables
+from horovod_accel.runner import job, mpi_launch, network, output, tunables
 from horovod_accel.runner.check_build import check_build
 from horovod_accel.runner.store_server import RendezvousStoreServer
 
@@ -63,10 +64,12 @@ def plan(a):
 
 def run(a):
     """Runs the job described by parsed args; returns the exit code."""
-    slots, local, bind, store_addr = plan(a)
     env = dict(os.environ)
     env.update(tunables.env_from_args(a))
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if a.use_mpi:
+        return mpi_launch.run(a, env)
+    slots, local, bind, store_addr = plan(a)
     start_timeout = _start_timeout(a)
     secret = secrets.token_hex(32)
     if a.output_filename:

@@ -106,3 +106,13 @@ def test_rank_killed_under_mpirun_ends_the_job(flavour, tmp_path):
     # Open MPI: "... process rank 1 ... exited on signal 9"; MPICH: "BAD TERMINATION".
     assert "signal 9" in out or "KILLED BY SIGNAL: 9" in out or "BAD TERMINATION" in out, \
         out[-4000:]
+
+
+def test_horovodrun_mpi_launches_through_mpirun(tmp_path):
+    mpirun("openmpi")
+    if "Open MPI" not in run(["mpirun", "--version"], timeout=30).stdout:
+        pytest.skip("the mpirun on PATH is not Open MPI's, the MPI of this test")
+    r = run([sys.executable, "-m", "horovod_accel.runner.launch", "--mpi", "-np", "3",
+             "--mpi-args=--oversubscribe", "--cycle-time-ms", "2", sys.executable,
+             SCRIPTS / "mpi_job.py", "--expect-env", "HOROVOD_CYCLE_TIME=2.0"], timeout=180)
+    ok_lines(r, 3)

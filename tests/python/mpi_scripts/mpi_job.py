@@ -1,6 +1,7 @@
 """A rank of a job started by mpirun, not horovodrun (test_mpi_launch.py).
 
     mpirun -np N [bash run.sh ->] python mpi_job.py [--train] [--die-at STEP]
+    horovodrun --mpi -np N python mpi_job.py [--expect-env NAME=VALUE]
 
 Checks that hvd.init() formed the job from MPI (size, ranks and local ranks
 equal MPI's; the allreduce sees every rank), then optionally trains a small
@@ -62,7 +63,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--train", action="store_true")
     p.add_argument("--die-at", type=int, default=-1)
+    p.add_argument("--expect-env", action="append", default=[],
+                   help="NAME=VALUE that must be in the environment (horovodrun --mpi's settings)")
     a = p.parse_args()
+    for item in a.expect_env:
+        name, value = item.split("=", 1)
+        assert os.environ.get(name) == value, (name, os.environ.get(name), value)
     hvd.init()
     check_topology()
     detail = ""
