@@ -204,11 +204,17 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   set_ops_seq_ = 0;
   for (auto ranks : static_sets) {
     std::sort(ranks.begin(), ranks.end());
-    for (const auto& kv : sets)
-      if (kv.second->ranks == ranks)
-        return Status::InvalidArgument("process set " + ShapeString(std::vector<int64_t>(
-                                           ranks.begin(), ranks.end())) +
-                                       " was given twice to init(); process sets must be unique.");
+    const std::string name = ShapeString(std::vector<int64_t>(ranks.begin(), ranks.end()));
+    for (const auto& kv : sets) {
+      if (kv.second->ranks != ranks) continue;
+      if (kv.first == 0)
+        return Status::InvalidArgument(
+            "process set " + name + " given to init() holds every rank: that is the global "
+            "process set (hvd.global_process_set), which always exists; leave it out of "
+            "init(process_sets=...).");
+      return Status::InvalidArgument("process set " + name +
+                                     " was given twice to init(); process sets must be unique.");
+    }
     std::unique_ptr<ProcessSetState> ps;
     HVDA_RETURN_IF_ERROR(CreateProcessSet(next_set_id_, ranks, &ps));
     sets[next_set_id_++] = std::move(ps);

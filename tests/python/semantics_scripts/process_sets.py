@@ -86,8 +86,12 @@ def concurrent_sets(sets, tag):
 if mode == "static":
     # Duplicate sets at init -> ValueError (and a later correct init works).
     raises(ValueError, hvd.init, process_sets=[hvd.ProcessSet([0, 1]), hvd.ProcessSet([1, 0])],
-           what="init with duplicate process sets")
+           contains=("was given twice",), what="init with duplicate process sets")
     check(not hvd.is_initialized(), "failed init left Horovod initialized")
+    raises(ValueError, hvd.init, process_sets=[hvd.ProcessSet([0, 1, 2])],  # launched at np 3
+           contains=("holds every rank", "hvd.global_process_set"),
+           what="init with a process set equal to the global set")
+    check(not hvd.is_initialized(), "failed init (global set given) left Horovod initialized")
     raises(ValueError, hvd.init, process_sets=[hvd.ProcessSet([0, 5])],
            what="init with a process set naming rank 5 of 3")
     check(not hvd.is_initialized(), "failed init (bad rank) left Horovod initialized")
