@@ -211,7 +211,9 @@ TEST_P(ControllerTest, StallShutdownNamesMissingRanks) {
   const std::string kind = transport();
   if (size < 2) GTEST_SKIP() << "needs two ranks";
   std::vector<std::string> errors(size);
-  std::vector<bool> shut(size, false);
+  // One int per rank, not vector<bool>: rank threads write their entries
+  // concurrently, and vector<bool> packs them into one shared word.
+  std::vector<int> shut(size, 0);
   RunRanks(size, [&](int rank, int n, Store* store) {
     ControllerOptions opts;
     opts.stall.warning_seconds = 0.2;
@@ -228,7 +230,7 @@ TEST_P(ControllerTest, StallShutdownNamesMissingRanks) {
       for (const auto& r : l.responses)
         if (r.type == ResponseType::kError) errors[rank] = r.error;
       if (l.shutdown) {
-        shut[rank] = true;
+        shut[rank] = 1;
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
