@@ -3,8 +3,8 @@ against a deep-learning framework) driven by CMake, plus the Python packages.
 
 The core wheel (`pip wheel --no-build-isolation -w dist .`, or
 scripts/build_wheels.sh for the core and every device-plugin wheel) holds the
-`horovod` and `horovod_accel` packages and `horovod_accel/_core*.so`: the core
-and the CPU device. Device plugins (GCU, CUDA, ...) are separate wheels under
+`horovod` and `horovod_accel` packages, `horovod_accel/_core*.so` (the core
+and the CPU device) and the MPI shims `horovod_accel/libhvda_mpi_*.so`. Device plugins (GCU, CUDA, ...) are separate wheels under
 packaging/. The wheel is tagged linux_x86_64, not manylinux: `_core` links the
 system's libgloo (Debian's libgloo0), so it installs where that library is;
 `auditwheel repair` (which vendors libgloo) is the release step.
@@ -20,6 +20,7 @@ Environment knobs:
                      scripts/build_wheels.sh points it at a fresh folder so a
                      wheel never picks up stale files of an earlier build
 """
+import glob
 import os
 import shutil
 import subprocess
@@ -76,6 +77,17 @@ class CMakeBuild(build_ext):
         subprocess.check_call([cmake, "-S", HERE, "-B", build_dir] + cfg)
         jobs = os.environ.get("HVDA_BUILD_JOBS", str(os.cpu_count() or 2))
         subprocess.check_call([cmake, "--build", build_dir, "--target", "_core", "-j", jobs])
+
+    def copy_extensions_to_source(self):
+        """Editable installs: setuptools copies only `_core` from its build
+        folder into the source tree; the MPI shims CMake wrote beside it
+        (libhvda_mpi_*.so, docs/design/mpi.md) go along."""
+        super().copy_extensions_to_source()
+        built = os.path.dirname(os.path.join(self.build_lib,
+                                             self.get_ext_filename("horovod_accel._core")))
+        package_dir = self.get_finalized_command("build_py").get_package_dir("horovod_accel")
+        for lib in glob.glob(os.path.join(built, "libhvda_mpi_*.so")):
+            self.copy_file(lib, os.path.join(package_dir, os.path.basename(lib)), level=self.verbose)
 
 
 def read_readme():
