@@ -22,7 +22,6 @@ Environment knobs:
 """
 import glob
 import os
-import shutil
 import subprocess
 import sys
 
@@ -30,30 +29,8 @@ from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def cmake_executable():
-    """cmake from PATH, else the one pip installed beside this Python (.venv/bin)."""
-    found = shutil.which("cmake") or shutil.which("cmake", path=os.path.dirname(sys.executable))
-    if not found:
-        raise RuntimeError("cmake (>= 3.18) is needed to build horovod_accel: install it "
-                           "(apt-get install cmake, or pip install cmake)")
-    return found
-
-
-def reset_if_other_source(build_dir, src):
-    """Empties a reused build folder that CMake configured for other sources
-    (another checkout, or an unpacked sdist): CMake refuses to reuse it."""
-    cache = os.path.join(build_dir, "CMakeCache.txt")
-    if not os.path.isfile(cache):
-        return
-    with open(cache, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if line.startswith("CMAKE_HOME_DIRECTORY:"):
-                home = line.split("=", 1)[1].strip()
-                if os.path.realpath(home) != os.path.realpath(src):
-                    shutil.rmtree(build_dir)
-                return
+sys.path.insert(0, os.path.join(HERE, "packaging"))
+from cmake_build import cmake_executable, reset_if_other_source  # noqa: E402
 
 
 class CMakeExtension(Extension):

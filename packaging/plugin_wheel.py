@@ -25,8 +25,8 @@ import glob
 import os
 import shutil
 import subprocess
-import sys
 
+from cmake_build import cmake_executable, reset_if_other_source  # beside this file
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
@@ -63,28 +63,6 @@ def source_dir():
         f"(pip wheel packaging/{PACKAGE}) or set HVDA_SOURCE_DIR to one.")
 
 
-def cmake_executable():
-    found = shutil.which("cmake") or shutil.which("cmake", path=os.path.dirname(sys.executable))
-    if not found:
-        raise RuntimeError(f"{PACKAGE}: cmake is needed (apt-get install cmake, or pip install cmake)")
-    return found
-
-
-def reset_if_other_source(build_dir, src):
-    """Empties a reused build folder that CMake configured for other sources
-    (e.g. another checkout, or this package's sdist copy): CMake refuses it."""
-    cache = os.path.join(build_dir, "CMakeCache.txt")
-    if not os.path.isfile(cache):
-        return
-    with open(cache, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if line.startswith("CMAKE_HOME_DIRECTORY:"):
-                home = line.split("=", 1)[1].strip()
-                if os.path.realpath(home) != os.path.realpath(src):
-                    shutil.rmtree(build_dir)
-                return
-
-
 def build_plugin(build_temp):
     """Configures csrc/devices and builds TARGET; returns the library's path."""
     src = os.path.join(source_dir(), "devices")
@@ -92,7 +70,7 @@ def build_plugin(build_temp):
                                                os.path.join(build_temp, "cmake")))
     reset_if_other_source(build_dir, src)
     os.makedirs(build_dir, exist_ok=True)
-    cmake = cmake_executable()
+    cmake = cmake_executable(PACKAGE)
     subprocess.check_call([cmake, "-S", src, "-B", build_dir,
                            f"-DCMAKE_BUILD_TYPE={os.environ.get('HVDA_BUILD_TYPE', 'Release')}"])
     jobs = os.environ.get("HVDA_BUILD_JOBS", str(os.cpu_count() or 2))
@@ -147,7 +125,9 @@ class SdistWithSources(sdist):
         shutil.copytree(source_dir(), os.path.join(base_dir, "_csrc"),
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.o"),
                         dirs_exist_ok=True)
-        shutil.copy2(os.path.abspath(__file__), os.path.join(base_dir, "plugin_wheel.py"))
+        for helper in ("plugin_wheel.py", "cmake_build.py"):
+            shutil.copy2(os.path.join(os.path.dirname(os.path.abspath(__file__)), helper),
+                         os.path.join(base_dir, helper))
 
 
 def setup_plugin(device, here):

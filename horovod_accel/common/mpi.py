@@ -182,11 +182,11 @@ class Mpi:
 _SESSION = []  # the Mpi of this process once loaded (one MPI library per process)
 
 
-def session(flavour=None):
-    """The process's Mpi, loaded on first use (flavour: of the launcher, or of
-    the library mpi4py loaded)."""
+def session():
+    """The process's Mpi, loaded on first use: the family of the library
+    mpi4py loaded, else the launcher's."""
     if not _SESSION:
-        flavour = flavour or _loaded_flavour() or (launcher() or (None,))[0]
+        flavour = _loaded_flavour() or (launcher() or (None,))[0]
         if flavour is None:
             raise MpiError("MPI is needed here, but this process was not started by mpirun and "
                            "mpi4py is not loaded; launch with mpirun, or set "
@@ -216,27 +216,21 @@ def _comm_handle(comm, mpi):
     return int(py2f())
 
 
-def _store_address(mpi, comm, me, root_addrs):
-    """The address at which this rank reaches the store of the comm's rank 0:
-    loopback on rank 0's host, else the first of rank 0's addresses that
-    accepts a connection."""
-    host, port = root_addrs["host"], root_addrs["port"]
-    local = mpi.split_shared(comm)
-    try:
-        same_host = root_addrs["world_id"] in mpi.allgather_ints(me["world_id"], local)
-    finally:
-        mpi.free(local)
+def _store_address(root, same_host, rank):
+    """The address at which this rank reaches the store of the communicator's
+    rank 0: loopback on rank 0's host, else the first of rank 0's addresses
+    that accepts a connection."""
     if same_host:
         return "127.0.0.1"
-    for addr in root_addrs["addrs"]:
+    for addr in root["addrs"]:
         try:
-            with socket.create_connection((addr, port), timeout=2.0):
+            with socket.create_connection((addr, root["port"]), timeout=2.0):
                 return addr
         except OSError:
             continue
-    raise MpiError(f"rank {me['rank']} cannot reach the rendezvous store of rank 0 (host "
-                   f"{host}, port {port}) at any of its addresses {root_addrs['addrs']}; set "
-                   f"HOROVOD_GLOO_IFACE to the interface the hosts share.")
+    raise MpiError(f"rank {rank} cannot reach the rendezvous store of rank 0 (host "
+                   f"{root['host']}, port {root['port']}) at any of its addresses "
+                   f"{root['addrs']}; set HOROVOD_GLOO_IFACE to the interface the hosts share.")
 
 
 def _root_addresses():
@@ -269,17 +263,7 @@ def bootstrap(comm=None):
             f"but the MPI library loaded here ({mpi.library_version().splitlines()[0]}) sees a job of "
             f"{size}: the library is not the launcher's. Launch with the mpirun of the same "
             f"MPI (mpirun.openmpi / mpirun.mpich), or point HOROVOD_MPI_LIB at its libmpi.")
-    local = mpi.split_shared(handle)
-    try:
-        local_rank, local_size = mpi.rank(local), mpi.size(local)
-    finally:
-        mpi.free(local)
-    cross = mpi.split(handle, local_rank, rank)
-    try:
-        cross_rank, cross_size = mpi.rank(cross), mpi.size(cross)
-    finally:
-        mpi.free(cross)
-    me = {"rank": rank, "world_id": mpi.rank(world)}
+    world_id = mpi.rank(world)
     payload = None
     if rank == 0:
         from horovod_accel.runner.store_server import RendezvousStoreServer  # noqa: PLC0415
@@ -288,9 +272,20 @@ def bootstrap(comm=None):
         port = server.start()
         _STORES.append(server)
         payload = json.dumps({"host": socket.gethostname(), "port": port, "secret": secret,
-                              "addrs": _root_addresses(), "world_id": me["world_id"]}).encode()
+                              "addrs": _root_addresses(), "world_id": world_id}).encode()
     root = json.loads(mpi.bcast_bytes(payload, 0, handle).decode())
-    addr = _store_address(mpi, handle, me, root)
+    local = mpi.split_shared(handle)
+    try:
+        local_rank, local_size = mpi.rank(local), mpi.size(local)
+        same_host = root["world_id"] in mpi.allgather_ints(world_id, local)
+    finally:
+        mpi.free(local)
+    cross = mpi.split(handle, local_rank, rank)
+    try:
+        cross_rank, cross_size = mpi.rank(cross), mpi.size(cross)
+    finally:
+        mpi.free(cross)
+    addr = _store_address(root, same_host, rank)
     env = {
         "HOROVOD_RANK": str(rank),
         "HOROVOD_SIZE": str(size),

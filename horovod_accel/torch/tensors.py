@@ -5,6 +5,8 @@ The core reads/writes C-contiguous memory through raw addresses; whoever
 passes a pointer keeps the tensor alive until the op's Work completes (the
 handle object does that, see handles.py).
 """
+import functools
+
 import torch
 
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
@@ -38,30 +40,20 @@ def dtype_code(tensor):
     return code
 
 
-class _DeviceModule:
-    """torch.<device type>'s current_device / current_stream, looked up once
-    per device type (the lookup goes through torch's module __getattr__,
-    which costs more than the rest of an enqueue)."""
-    _by_type = {}
-
-    def __init__(self, device_type):
-        mod = getattr(torch, device_type, None)
-        self.current_device = getattr(mod, "current_device", None)
-        self.current_stream = getattr(mod, "current_stream", None)
-        self.handle_attrs = (f"{device_type}_stream", "native_handle", "cuda_stream")
-
-    @classmethod
-    def of(cls, device_type):
-        found = cls._by_type.get(device_type)
-        if found is None:
-            found = cls._by_type[device_type] = cls(device_type)
-        return found
+@functools.lru_cache(maxsize=None)
+def _device_module(device_type):
+    """(current_device, current_stream, stream handle attributes) of
+    torch.<device_type>, looked up once per type: the lookup goes through
+    torch's module __getattr__, which costs more than the rest of an enqueue."""
+    mod = getattr(torch, device_type, None)
+    return (getattr(mod, "current_device", None), getattr(mod, "current_stream", None),
+            (f"{device_type}_stream", "native_handle", "cuda_stream"))
 
 
 def _index(device):
     if device.index is not None:
         return device.index
-    current = _DeviceModule.of(device.type).current_device
+    current = _device_module(device.type)[0]
     return int(current()) if current is not None else 0
 
 
@@ -69,11 +61,11 @@ def native_stream(device):
     """The framework's current native stream handle on an accelerator device
     (cudaStream_t / topsStream_t as an int; 0 = the default stream): the core
     orders its communication stream after the work queued there."""
-    mod = _DeviceModule.of(device.type)
-    if mod.current_stream is None:
+    _, current_stream, handle_attrs = _device_module(device.type)
+    if current_stream is None:
         return 0
-    stream = mod.current_stream(device)
-    for attr in mod.handle_attrs:
+    stream = current_stream(device)
+    for attr in handle_attrs:
         handle = getattr(stream, attr, None)
         if handle is not None:
             return int(handle)
