@@ -62,6 +62,24 @@ def plan(a):
     return slots, local, bind, store_addr
 
 
+def _choose_gloo_iface(env, store_addr, local, verbose):
+    """Ranks on several hosts need an address the other hosts reach. Unless
+    the user named one (HOROVOD_GLOO_IFACE, --network-interfaces), every rank
+    gets the interface this machine routes to the remote hosts from, as
+    upstream's launcher does; interface names must then be the same on every
+    host (else name one with --network-interfaces)."""
+    remote = [h for h in store_addr if h not in local]
+    if not remote or env.get("HOROVOD_GLOO_IFACE"):
+        return
+    iface = network.interface_with_address(store_addr[remote[0]])
+    if iface is None:
+        return  # no interface owns the routed address (NAT, ...): Gloo uses the host name
+    env["HOROVOD_GLOO_IFACE"] = iface
+    if verbose:
+        output.console_message(f"ranks talk over interface {iface} (the route to {remote[0]}); "
+                               f"--network-interfaces picks another")
+
+
 def run(a):
     """Runs the job described by parsed args; returns the exit code."""
     env = dict(os.environ)
@@ -70,6 +88,7 @@ def run(a):
     if a.use_mpi:
         return mpi_launch.run(a, env)
     slots, local, bind, store_addr = plan(a)
+    _choose_gloo_iface(env, store_addr, local, a.verbose)
     start_timeout = _start_timeout(a)
     secret = secrets.token_hex(32)
     if a.output_filename:

@@ -18,6 +18,15 @@ def interface_ipv4(ifname):
             return None
 
 
+def interface_with_address(ip):
+    """Name of this machine's interface whose IPv4 address is `ip`, or None."""
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError:
+        return None
+    return next((name for name in names if interface_ipv4(name) == ip), None)
+
+
 @functools.lru_cache(maxsize=None)
 def local_addresses():
     """IPv4 addresses of this machine's interfaces plus its host names."""

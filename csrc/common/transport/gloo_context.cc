@@ -1,7 +1,17 @@
 #include "common/transport/gloo_context.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <exception>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
@@ -45,6 +55,60 @@ class GlooStoreAdapter : public gloo::rendezvous::Store {
   std::chrono::milliseconds timeout_;
 };
 
+// This host's IPv4 addresses, by interface, for interfaces that are up and
+// not loopback, in the kernel's order.
+std::vector<std::pair<std::string, std::string>> NetworkAddresses() {
+  std::vector<std::pair<std::string, std::string>> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    if ((a->ifa_flags & IFF_UP) == 0 || (a->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char ip[INET_ADDRSTRLEN] = {0};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, ip, sizeof(ip));
+    out.emplace_back(a->ifa_name, ip);
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+// Where this rank listens when its communicator spans hosts and no
+// HOROVOD_GLOO_IFACE is set: the address the host name resolves to, when that
+// is one of this host's non-loopback addresses (the usual cluster setup);
+// else the first non-loopback interface that is up. Gloo's own host-name
+// lookup is not used: hosts whose names do not resolve are common
+// (containers, namespaces), and Gloo fails on them without a clear message.
+Status ChooseAddress(gloo::transport::tcp::attr* attr) {
+  const auto local = NetworkAddresses();
+  char name[256] = {0};
+  gethostname(name, sizeof(name) - 1);
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(name, nullptr, &hints, &found) == 0) {
+    for (addrinfo* r = found; r != nullptr; r = r->ai_next) {
+      char ip[INET_ADDRSTRLEN] = {0};
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(r->ai_addr)->sin_addr, ip, sizeof(ip));
+      for (const auto& [iface, addr] : local) {
+        if (addr == ip) {
+          freeaddrinfo(found);
+          attr->hostname = addr;
+          return Status::OK();
+        }
+      }
+    }
+    freeaddrinfo(found);
+  }
+  if (local.empty())
+    return Status::InvalidArgument(
+        "the ranks of this communicator are on several hosts, but this host (" +
+        std::string(name) + ") has no network interface with an IPv4 address that is up; "
+        "connect it, or set HOROVOD_GLOO_IFACE to the interface the hosts share");
+  attr->iface = local.front().first;
+  return Status::OK();
+}
+
 bool AllSameHost(const CommunicatorSpec& spec) {
   for (const auto& h : spec.hosts)
     if (h != spec.hosts.front()) return false;
@@ -62,6 +126,9 @@ Status CreateGlooContext(const CommunicatorSpec& spec, const std::string& iface,
       attr.iface = iface;
     } else if (spec.hosts.empty() || AllSameHost(spec)) {
       attr.hostname = "127.0.0.1";
+    } else {
+      Status chosen = ChooseAddress(&attr);
+      if (!chosen.ok()) return chosen;
     }
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto ctx = std::make_shared<gloo::rendezvous::Context>(spec.rank, spec.size);

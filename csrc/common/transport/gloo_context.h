@@ -12,8 +12,9 @@
 namespace hvda {
 
 // Blocks until every rank of spec has connected (full mesh over TCP) or the
-// timeout passes. Env HOROVOD_GLOO_IFACE picks the NIC (default: loopback
-// when all ranks share this host, else the hostname's address).
+// timeout passes. `iface` (HOROVOD_GLOO_IFACE) picks the NIC; empty:
+// loopback when all ranks share this host, else the host name's address if
+// it is one of this host's, else the first non-loopback interface that is up.
 Status CreateGlooContext(const CommunicatorSpec& spec, const std::string& iface,
                          std::shared_ptr<gloo::Context>* out);
 

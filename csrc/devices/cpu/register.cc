@@ -1,6 +1,7 @@
 #include "devices/cpu/register.h"
 
 #include <memory>
+#include <string>
 
 #include "devices/cpu/gloo_backend.h"
 #include "devices/cpu/host_device.h"
@@ -50,7 +51,11 @@ void RegisterCpuDevice(Registry* registry) {
   gloo.device = DeviceKind::kCPU;
   gloo.usable = [](const CommunicatorSpec&) { return true; };
   gloo.create = [](const CommunicatorSpec& spec, std::unique_ptr<CollectiveBackend>* out) {
-    return cpu::GlooBackend::Create(spec, /*iface=*/"", out);
+    // HOROVOD_GLOO_IFACE, as for the controller's Gloo context; empty:
+    // loopback on one host, else the host name's address (gloo_context.h).
+    const std::string iface =
+        spec.config != nullptr ? spec.config->GetString("HOROVOD_GLOO_IFACE") : "";
+    return cpu::GlooBackend::Create(spec, iface, out);
   };
   registry->AddBackend(std::move(gloo));
 }
