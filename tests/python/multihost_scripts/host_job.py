@@ -13,9 +13,9 @@ Checks, on every rank:
     1 Mi + 3), grouped allreduce, allgather with a different first dimension
     per rank, broadcast from the last rank, alltoall with uneven splits,
     reducescatter;
-  - --train: a small MLP with DistributedOptimizer; the loss falls and every
-    rank ends with identical parameters. --die-at: the last rank SIGKILLs
-    itself at that step.
+  - --train, after those: a small MLP with DistributedOptimizer; the loss
+    falls and every rank ends with identical parameters. --die-at: the last
+    rank SIGKILLs itself at that step.
 Prints one "rank R ok host H local L/LS cross C/CS" line per rank.
 """
 import argparse
@@ -129,12 +129,11 @@ def main():
     a = p.parse_args()
     hvd.init()
     host, local, local_size, cross, cross_size = check_topology(a.hosts)
+    check_collectives()
+    detail = " collectives agree"
     if a.train:
         first, last = train(a.die_at)
-        detail = f" loss {first:.3f} -> {last:.3f}, parameters agree"
-    else:
-        check_collectives()
-        detail = " collectives agree"
+        detail += f", loss {first:.3f} -> {last:.3f}, parameters agree"
     sys.stdout.write(f"rank {hvd.rank()} ok host {host} local {local}/{local_size} "
                      f"cross {cross}/{cross_size}{detail}\n")  # one write: no interleaving
     sys.stdout.flush()

@@ -1,0 +1,115 @@
+"""Jobs over several hosts, for real: network namespaces on this machine act
+as hosts (tests/multihost/netns_hosts.py: own addresses on a private bridge,
+own host names, own /dev/shm), and a stand-in `ssh` enters them. Covered:
+horovodrun -H by address and by host name, uneven layouts over 3 hosts,
+training, Open MPI and MPICH across hosts, and a rank killed on a remote
+host. Every job runs under a hard timeout; the tests skip with the reason
+where namespaces cannot be made (not root, no iproute2).
+"""
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from launch_util import REPO, job_env
+
+sys.path.insert(0, str(REPO / "tests" / "multihost"))
+import netns_hosts  # noqa: E402
+
+JOB = REPO / "tests" / "python" / "multihost_scripts" / "host_job.py"
+_REASON = netns_hosts.unavailable_reason()
+pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"no namespace hosts: {_REASON}")
+
+
+def run_on(hosts, argv, timeout):
+    """Runs argv on the first namespace host with the stand-in ssh on PATH;
+    fails the test (with the output so far) past the timeout."""
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(hosts.hosts[0].command(argv, cwd=str(REPO)), env=hosts.env(job_env()),
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{' '.join(map(str, argv))} did not finish within {timeout} s\n"
+                    f"{e.stdout}\n{e.stderr}")
+    r.elapsed = time.monotonic() - t0
+    return r
+
+
+def horovodrun(hosts, host_list, *job_args, timeout=240):
+    n = sum(int(h.rsplit(":", 1)[1]) for h in host_list.split(","))
+    return run_on(hosts, [sys.executable, "-m", "horovod_accel.runner.launch", "-H", host_list,
+                          "-np", str(n), sys.executable, JOB, "--hosts", len(hosts.hosts),
+                          *job_args], timeout)
+
+
+def reports(r, n):
+    """The ranks' "rank K ok host H local L/LS cross C/CS ..." lines as
+    {rank: (host, local, cross)}; asserts all n ranks reported and rc 0."""
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    found = re.findall(r"rank (\d+) ok host (\w+) local (\d+/\d+) cross (\d+/\d+)", r.stdout)
+    assert sorted(int(k) for k, *_ in found) == list(range(n)), out[-6000:]
+    return {int(k): (h, lo, cr) for k, h, lo, cr in found}
+
+
+def test_horovodrun_two_hosts_by_address():
+    with netns_hosts.NetnsHosts(2) as hs:  # host names resolve nowhere
+        a, b = hs.hosts
+        got = reports(horovodrun(hs, f"{a.addr}:2,{b.addr}:2"), 4)
+    assert got == {0: ("hostA", "0/2", "0/2"), 1: ("hostA", "1/2", "0/2"),
+                   2: ("hostB", "0/2", "1/2"), 3: ("hostB", "1/2", "1/2")}, got
+
+
+def test_horovodrun_two_hosts_by_name_trains():
+    with netns_hosts.NetnsHosts(2, resolvable_names=True) as hs:
+        r = horovodrun(hs, "hostA:2,hostB:1", "--train")
+        got = reports(r, 3)
+    assert [got[k][0] for k in range(3)] == ["hostA", "hostA", "hostB"], got
+    assert "parameters agree" in r.stdout
+
+
+def test_horovodrun_three_hosts_uneven():
+    with netns_hosts.NetnsHosts(3) as hs:
+        a, b, c = hs.hosts
+        got = reports(horovodrun(hs, f"{a.addr}:1,{b.addr}:2,{c.addr}:1"), 4)
+    assert got == {0: ("hostA", "0/1", "0/3"), 1: ("hostB", "0/2", "1/3"),
+                   2: ("hostB", "1/2", "0/1"), 3: ("hostC", "0/1", "2/3")}, got
+
+
+def test_remote_rank_killed_ends_the_job_clearly():
+    with netns_hosts.NetnsHosts(2) as hs:
+        a, b = hs.hosts
+        r = horovodrun(hs, f"{a.addr}:1,{b.addr}:1", "--train", "--die-at", "5", timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out[-4000:]
+    assert re.search(rf"rank 1 \(host {re.escape(b.addr)}\) failed with signal SIGKILL|"
+                     rf"rank 1 on {re.escape(b.addr)} failed", out), out[-4000:]
+    assert r.elapsed < 60, f"took {r.elapsed:.0f} s to end"
+
+
+def _mpirun(flavour, hs, host_list, n):
+    exe = shutil.which({"openmpi": "mpirun.openmpi", "mpich": "mpirun.mpich"}[flavour])
+    if exe is None:
+        pytest.skip(f"{flavour}'s mpirun is not installed (scripts/setup.sh installs it)")
+    if flavour == "openmpi":  # the stand-in ssh starts orted on the other host
+        return [exe, "--allow-run-as-root", "--oversubscribe", "--mca", "plm_rsh_agent", hs.ssh,
+                "-x", "PYTHONPATH", "-x", "OMP_NUM_THREADS", "-H", host_list, "-np", str(n)]
+    return [exe, "-launcher", "ssh", "-launcher-exec", hs.ssh, "-genvlist",
+            "PYTHONPATH,OMP_NUM_THREADS", "-hosts", host_list, "-np", str(n)]
+
+
+@pytest.mark.parametrize("flavour", ["openmpi", "mpich"])
+def test_mpirun_across_hosts(flavour, tmp_path):
+    """The seeds' form, `mpirun ... bash run.sh`, over two hosts: the job is
+    formed from MPI with host-aware local and cross ranks, and trains."""
+    script = tmp_path / "run.sh"
+    script.write_text(f"#!/bin/bash\nexec {sys.executable} {JOB} --hosts 2 --train\n")
+    with netns_hosts.NetnsHosts(2) as hs:
+        a, b = hs.hosts
+        r = run_on(hs, _mpirun(flavour, hs, f"{a.addr}:2,{b.addr}:2", 4) + ["bash", script], 240)
+        got = reports(r, 4)
+    assert got == {0: ("hostA", "0/2", "0/2"), 1: ("hostA", "1/2", "0/2"),
+                   2: ("hostB", "0/2", "1/2"), 3: ("hostB", "1/2", "1/2")}, got
