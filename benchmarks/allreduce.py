@@ -5,6 +5,7 @@ measured back to back in one run, printed as one table with ratios.
     .venv/bin/python benchmarks/allreduce.py              # np=2, all three peers
     .venv/bin/python benchmarks/allreduce.py --quick      # smoke run, < 60 s
     .venv/bin/python benchmarks/allreduce.py --only hvda,mpi --sizes 1M,64M --json out.json
+    .venv/bin/python benchmarks/allreduce.py --hosts 2x2 --only hvda,mpi   # root: 2 hosts x 2
 
 Each peer is one job of `--np` processes, started by its own launcher:
   hvda   python -m horovod_accel.runner.launch -np N python peers/hvda_worker.py
@@ -14,8 +15,15 @@ Every worker runs the same measurement code (peers/bench_common.py, where the
 timing rules are written down); rank 0 writes its results as JSON to a temp file
 whose path the driver passes in. A job that fails or runs past --timeout is
 reported as "n/a (reason)" and the other peers still run. See benchmarks/README.md.
+
+--hosts HxR runs hvda and mpi over H namespace hosts with R ranks each
+(tests/multihost/netns_hosts.py: network namespaces on a private bridge, own
+/dev/shm; needs root): both launchers start on the first host and reach the
+others through a stand-in ssh, `horovodrun -H a:R,b:R` and
+`mpirun -H a:R,b:R`. torch is not run there (torchrun needs one launch per host).
 """
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -89,10 +97,24 @@ def free_port():
         return s.getsockname()[1]
 
 
-def worker_cmd(peer, a, worker_args):
-    """The launcher command line that starts `peer`'s worker on a.np ranks."""
+def worker_cmd(peer, a, worker_args, hosts=None):
+    """The launcher command line that starts `peer`'s worker on a.np ranks
+    (on the namespace hosts `hosts`, when given: see --hosts)."""
     py = sys.executable
     script = os.path.join(PEERS_DIR, f"{peer}_worker.py")
+    if hosts is not None:
+        host_list = ",".join(f"{h.addr}:{a.np // len(hosts.hosts)}" for h in hosts.hosts)
+        if peer == "hvda":
+            cmd = ([py, "-m", "horovod_accel.runner.launch", "-np", str(a.np), "-H", host_list]
+                   + shlex.split(a.hvda_args) + [py, script] + worker_args)
+        elif peer == "mpi":
+            cmd = (["mpirun", "-np", str(a.np), "--allow-run-as-root", "--oversubscribe",
+                    "-H", host_list, "--mca", "plm_rsh_agent", hosts.ssh, "-x", "PYTHONPATH",
+                    "-x", "OMP_NUM_THREADS"] + shlex.split(a.mpi_args) + [py, script]
+                   + worker_args)
+        else:
+            raise ValueError(f"{peer} does not run across namespace hosts")
+        return hosts.hosts[0].command(cmd, cwd=REPO_ROOT)
     if peer == "hvda":
         return ([py, "-m", "horovod_accel.runner.launch", "-np", str(a.np)]
                 + shlex.split(a.hvda_args) + [py, script] + worker_args)
@@ -192,14 +214,18 @@ def stop_job(proc, grace=10.0):
     proc.wait()
 
 
-def run_peer(peer, a, cfg_path, workdir, env):
+def run_peer(peer, a, cfg_path, workdir, env, hosts=None):
     """Runs one peer's job; returns (result dict or None, None or reason, job output tail)."""
     reason = preflight(peer, env)
     if reason:
         return None, reason, ""
+    if hosts is not None and peer == "torch":
+        return None, "not run across namespace hosts (torchrun needs one launch per host)", ""
     out_path = os.path.join(workdir, f"{peer}.json")
     log_path = os.path.join(workdir, f"{peer}.log")
-    cmd = worker_cmd(peer, a, ["--out", out_path, "--config", cfg_path])
+    cmd = worker_cmd(peer, a, ["--out", out_path, "--config", cfg_path], hosts)
+    if hosts is not None:
+        env = hosts.env(env)
     if a.verbose:
         print("  $ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
     t0 = time.monotonic()
@@ -321,6 +347,9 @@ def parse_args(argv=None):
     p.add_argument("--json", metavar="PATH", help="also write the raw numbers here")
     p.add_argument("--hvda-args", default="", help="extra horovodrun arguments, e.g. '--cycle-time-ms 0.1'")
     p.add_argument("--mpi-args", default="", help="extra mpirun arguments, e.g. '--bind-to none'")
+    p.add_argument("--hosts", metavar="HxR",
+                   help="run over H namespace hosts with R ranks each, e.g. 2x2 (needs root; "
+                        "sets --np to H*R; peers hvda and mpi)")
     p.add_argument("-v", "--verbose", action="store_true", help="print commands and job output tails")
     a = p.parse_args(argv)
     a.only = [x.strip() for x in a.only.split(",") if x.strip()]
@@ -329,11 +358,32 @@ def parse_args(argv=None):
         p.error(f"--only: unknown peer(s) {bad}; choose from {','.join(PEER_ORDER)}")
     if a.np < 1:
         p.error("--np must be >= 1")
+    a.host_layout = None
+    if a.hosts:
+        try:
+            n_hosts, per_host = (int(x) for x in a.hosts.lower().split("x"))
+            assert n_hosts >= 1 and per_host >= 1
+        except (ValueError, AssertionError):
+            p.error(f"--hosts takes HxR with H hosts and R ranks per host, e.g. 2x2; "
+                    f"got {a.hosts!r}")
+        a.host_layout = (n_hosts, per_host)
+        a.np = n_hosts * per_host
     a.sizes = a.sizes or (QUICK_SIZES if a.quick else DEFAULT_SIZES)
     a.latency_iters = a.latency_iters or (50 if a.quick else 500)
     a.batch_reps = a.batch_reps or (5 if a.quick else 30)
     a.timeout = a.timeout or (60.0 if a.quick else 300.0)
     return a
+
+
+def namespace_hosts(n):
+    """tests/multihost/netns_hosts.NetnsHosts(n); SystemExit with the reason
+    when namespaces cannot be made here."""
+    sys.path.insert(0, os.path.join(REPO_ROOT, "tests", "multihost"))
+    import netns_hosts  # noqa: PLC0415
+    reason = netns_hosts.unavailable_reason()
+    if reason:
+        raise SystemExit(f"--hosts: cannot make namespace hosts here: {reason}")
+    return netns_hosts.NetnsHosts(n)
 
 
 def main(argv=None):
@@ -352,7 +402,14 @@ def main(argv=None):
               "numbers will be noise", file=sys.stderr)
 
     results, errors = {}, {}
-    with tempfile.TemporaryDirectory(prefix="hvda_bench_") as workdir:
+    with contextlib.ExitStack() as stack:
+        hosts = None
+        if a.host_layout:
+            hosts = stack.enter_context(namespace_hosts(a.host_layout[0]))
+            meta["hosts"] = a.hosts
+            print(f"over {a.host_layout[0]} namespace hosts x {a.host_layout[1]} ranks "
+                  f"({', '.join(h.addr for h in hosts.hosts)})")
+        workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="hvda_bench_"))
         cfg_path = os.path.join(workdir, "config.json")
         with open(cfg_path, "w") as f:
             json.dump(cfg, f)
@@ -362,7 +419,7 @@ def main(argv=None):
                 continue
             t0 = time.monotonic()
             print(f"running {PEER_LABEL[peer]} ...", end=" ", flush=True)
-            result, reason, tail = run_peer(peer, a, cfg_path, workdir, env)
+            result, reason, tail = run_peer(peer, a, cfg_path, workdir, env, hosts)
             print(f"{'done' if result else 'n/a: ' + reason} ({time.monotonic() - t0:.1f} s)")
             if tail and (a.verbose or not result):
                 print(f"  [{peer} job output, last lines]\n{tail}", file=sys.stderr)

@@ -24,12 +24,13 @@ _REASON = netns_hosts.unavailable_reason()
 pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"no namespace hosts: {_REASON}")
 
 
-def run_on(hosts, argv, timeout):
+def run_on(hosts, argv, timeout, **extra_env):
     """Runs argv on the first namespace host with the stand-in ssh on PATH;
     fails the test (with the output so far) past the timeout."""
     t0 = time.monotonic()
     try:
-        r = subprocess.run(hosts.hosts[0].command(argv, cwd=str(REPO)), env=hosts.env(job_env()),
+        r = subprocess.run(hosts.hosts[0].command(argv, cwd=str(REPO)),
+                           env=hosts.env(job_env(**extra_env)),
                            capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"{' '.join(map(str, argv))} did not finish within {timeout} s\n"
@@ -38,11 +39,11 @@ def run_on(hosts, argv, timeout):
     return r
 
 
-def horovodrun(hosts, host_list, *job_args, timeout=240):
+def horovodrun(hosts, host_list, *job_args, timeout=240, **extra_env):
     n = sum(int(h.rsplit(":", 1)[1]) for h in host_list.split(","))
     return run_on(hosts, [sys.executable, "-m", "horovod_accel.runner.launch", "-H", host_list,
                           "-np", str(n), sys.executable, JOB, "--hosts", len(hosts.hosts),
-                          *job_args], timeout)
+                          *job_args], timeout, **extra_env)
 
 
 def reports(r, n):
@@ -55,10 +56,15 @@ def reports(r, n):
     return {int(k): (h, lo, cr) for k, h, lo, cr in found}
 
 
-def test_horovodrun_two_hosts_by_address():
+@pytest.mark.parametrize("hierarchical", ["default", "0", "1"])
+def test_horovodrun_two_hosts_by_address(hierarchical):
+    """Allreduce and allgather over 2 hosts x 2 ranks, in two levels (shm per
+    host, Gloo between hosts: the default) and flat (Gloo among all 4)."""
+    env = {} if hierarchical == "default" else {"HOROVOD_HIERARCHICAL_ALLREDUCE": hierarchical,
+                                                "HOROVOD_HIERARCHICAL_ALLGATHER": hierarchical}
     with netns_hosts.NetnsHosts(2) as hs:  # host names resolve nowhere
         a, b = hs.hosts
-        got = reports(horovodrun(hs, f"{a.addr}:2,{b.addr}:2"), 4)
+        got = reports(horovodrun(hs, f"{a.addr}:2,{b.addr}:2", **env), 4)
     assert got == {0: ("hostA", "0/2", "0/2"), 1: ("hostA", "1/2", "0/2"),
                    2: ("hostB", "0/2", "1/2"), 3: ("hostB", "1/2", "1/2")}, got
 
@@ -79,14 +85,19 @@ def test_horovodrun_three_hosts_uneven():
                    2: ("hostB", "1/2", "0/1"), 3: ("hostC", "0/1", "2/3")}, got
 
 
-def test_remote_rank_killed_ends_the_job_clearly():
+@pytest.mark.parametrize("per_host", [1, 2])
+def test_remote_rank_killed_ends_the_job_clearly(per_host):
+    """The last rank (on hostB; with 2 per host, not its host's root) is
+    SIGKILLed mid-training: the job ends non-zero, soon, naming it."""
     with netns_hosts.NetnsHosts(2) as hs:
         a, b = hs.hosts
-        r = horovodrun(hs, f"{a.addr}:1,{b.addr}:1", "--train", "--die-at", "5", timeout=120)
+        r = horovodrun(hs, f"{a.addr}:{per_host},{b.addr}:{per_host}", "--train", "--die-at", "5",
+                       timeout=120)
     out = r.stdout + r.stderr
+    last = 2 * per_host - 1
     assert r.returncode != 0, out[-4000:]
-    assert re.search(rf"rank 1 \(host {re.escape(b.addr)}\) failed with signal SIGKILL|"
-                     rf"rank 1 on {re.escape(b.addr)} failed", out), out[-4000:]
+    assert re.search(rf"rank {last} \(host {re.escape(b.addr)}\) failed with signal SIGKILL|"
+                     rf"rank {last} on {re.escape(b.addr)} failed", out), out[-4000:]
     assert r.elapsed < 60, f"took {r.elapsed:.0f} s to end"
 
 
@@ -99,6 +110,18 @@ def _mpirun(flavour, hs, host_list, n):
                 "-x", "PYTHONPATH", "-x", "OMP_NUM_THREADS", "-H", host_list, "-np", str(n)]
     return [exe, "-launcher", "ssh", "-launcher-exec", hs.ssh, "-genvlist",
             "PYTHONPATH,OMP_NUM_THREADS", "-hosts", host_list, "-np", str(n)]
+
+
+def test_mpirun_round_robin_hosts():
+    """Open MPI's --map-by node puts ranks 0, 2 on hostA and 1, 3 on hostB:
+    local/cross ranks follow, and the two-level allgather reorders blocks
+    into rank order."""
+    with netns_hosts.NetnsHosts(2) as hs:
+        a, b = hs.hosts
+        cmd = _mpirun("openmpi", hs, f"{a.addr}:2,{b.addr}:2", 4) + ["--map-by", "node"]
+        got = reports(run_on(hs, cmd + [sys.executable, JOB, "--hosts", 2], 240), 4)
+    assert got == {0: ("hostA", "0/2", "0/2"), 1: ("hostB", "0/2", "1/2"),
+                   2: ("hostA", "1/2", "0/2"), 3: ("hostB", "1/2", "1/2")}, got
 
 
 @pytest.mark.parametrize("flavour", ["openmpi", "mpich"])

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "devices/cpu/gloo_backend.h"
+#include "devices/cpu/hierarchical_backend.h"
 #include "devices/cpu/host_device.h"
 #include "devices/cpu/shm_backend.h"
 #include "common/util/config.h"
@@ -18,6 +19,14 @@ bool AllRanksOnThisHost(const CommunicatorSpec& spec) {
   for (const auto& h : spec.hosts)
     if (h != spec.hosts.front()) return false;
   return true;
+}
+
+// HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER as set; unset: on (the ranks
+// span hosts with several ranks on one, which HasHierarchy checked): on the
+// CPU the host level is shared memory, so it always beats TCP between
+// ranks of one host.
+bool HierarchyWanted(const Config& config, const char* env) {
+  return config.IsSet(env) ? config.GetBool(env) : true;
 }
 
 }  // namespace
@@ -55,6 +64,13 @@ void RegisterCpuDevice(Registry* registry) {
     // loopback on one host, else the host name's address (gloo_context.h).
     const std::string iface =
         spec.config != nullptr ? spec.config->GetString("HOROVOD_GLOO_IFACE") : "";
+    if (spec.config != nullptr && cpu::HierarchicalBackend::HasHierarchy(spec)) {
+      cpu::HierarchicalLevels levels{HierarchyWanted(*spec.config, "HOROVOD_HIERARCHICAL_ALLREDUCE"),
+                                     HierarchyWanted(*spec.config, "HOROVOD_HIERARCHICAL_ALLGATHER")};
+      if (levels.allreduce || levels.allgather)
+        return cpu::HierarchicalBackend::Create(
+            spec, iface, spec.config->GetInt("HOROVOD_SHM_SEGMENT_BYTES"), levels, out);
+    }
     return cpu::GlooBackend::Create(spec, iface, out);
   };
   registry->AddBackend(std::move(gloo));
