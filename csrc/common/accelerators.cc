@@ -21,7 +21,7 @@ void Accelerators::Load(const std::vector<std::string>& paths) {
     std::unique_ptr<PluginLibrary> lib;
     Status st = PluginLibrary::Open(path, &lib);
     if (st.ok()) {
-      p.device_type = lib->plugin().device_type ? lib->plugin().device_type : "";
+      p.device_type = lib->device_type();
       hvda_status s = lib->plugin().init(&host_.api);
       if (s != HVDA_OK) st = lib->Error(s, std::string("device plugin '") + lib->plugin().name + "' init");
     }

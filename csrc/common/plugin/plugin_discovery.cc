@@ -95,7 +95,7 @@ PluginReport ProbePlugin(const std::string& path, const HostApi& host) {
   const hvda_plugin_v1& p = lib->plugin();
   r.name = p.name;
   r.version = p.version ? p.version : "";
-  r.device_type = p.device_type ? p.device_type : "";
+  r.device_type = lib->device_type();
   r.abi = std::to_string(p.abi_major) + "." + std::to_string(p.abi_minor);
   st = lib->Probe(&host.api);
   r.available = st.ok();

@@ -2,7 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <cctype>
 #include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace hvda {
@@ -97,6 +101,17 @@ const char* PluginStatusName(hvda_status s) {
     case HVDA_INTERNAL: return "INTERNAL";
   }
   return "UNKNOWN_STATUS";
+}
+
+PluginLibrary::PluginLibrary(void* handle, std::string path, const hvda_plugin_v1* plugin)
+    : handle_(handle), path_(std::move(path)), plugin_(plugin) {
+  device_type_ = plugin->device_type != nullptr ? plugin->device_type : "";
+  std::string var = "HOROVOD_";
+  for (const char* c = plugin->name; c != nullptr && *c != '\0'; ++c)
+    var += std::isalnum(static_cast<unsigned char>(*c)) ? static_cast<char>(std::toupper(*c)) : '_';
+  var += "_DEVICE_TYPE";
+  const char* over = std::getenv(var.c_str());
+  if (over != nullptr && *over != '\0') device_type_ = over;
 }
 
 PluginLibrary::~PluginLibrary() {

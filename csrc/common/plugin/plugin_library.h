@@ -35,6 +35,13 @@ class PluginLibrary {
   const hvda_device_ops_v1& device() const { return *plugin_->device; }
   const hvda_ccl_ops_v1& ccl() const { return *plugin_->ccl; }
 
+  // The framework device type whose tensors this plugin serves: the
+  // plugin's own device_type, unless HOROVOD_<NAME>_DEVICE_TYPE (NAME = the
+  // plugin's name in upper case, e.g. HOROVOD_GCU_DEVICE_TYPE) says
+  // otherwise - for a framework extension that registers the device under
+  // another name. Read once, at Open.
+  const std::string& device_type() const { return device_type_; }
+
   // plugin().probe(host): OK, or Unavailable with the plugin's message.
   Status Probe(const hvda_host_api_v1* host) const;
 
@@ -42,12 +49,12 @@ class PluginLibrary {
   Status Error(hvda_status code, const std::string& what) const;
 
  private:
-  PluginLibrary(void* handle, std::string path, const hvda_plugin_v1* plugin)
-      : handle_(handle), path_(std::move(path)), plugin_(plugin) {}
+  PluginLibrary(void* handle, std::string path, const hvda_plugin_v1* plugin);
 
   void* handle_;  // from dlopen; closed by the destructor
   std::string path_;
   const hvda_plugin_v1* plugin_;  // owned by the library
+  std::string device_type_;
 };
 
 const char* PluginStatusName(hvda_status s);
