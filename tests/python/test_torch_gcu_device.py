@@ -1,7 +1,9 @@
 """The test-only torch device 'gcu' (tests/emulated/torch_gcu/) over the emulated
 TOPS runtime: it autoloads at `import torch` through the `torch.backends` entry
 point, its tensors live in emulated device memory (the host cannot read it),
-and ordinary training runs on it with the same results as on the CPU.
+and ordinary training runs on it with the same results as on the CPU. Its
+cuda flavour ('emucuda' over the emulated CUDA runtime, HVDA_TEST_DEVICE_RUNTIME=cuda)
+is checked under scripts/emulated_cuda.sh.
 
 Everything runs in child processes, each under a hard timeout. The first run
 on a machine compiles the extension (about a minute on two cores); later runs
@@ -59,7 +61,8 @@ def gcu_env(**extra):
     """The environment scripts/emulated_gcu.sh gives: the runtime library and
     tests/emulated/torch_gcu/site on PYTHONPATH (what env.sh adds)."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("HOROVOD_", "HVDA_EMU_", "TORCH_DEVICE_BACKEND"))}
+           if not k.startswith(("HOROVOD_", "HVDA_EMU_", "HVDA_TEST_DEVICE_RUNTIME",
+                                "TORCH_DEVICE_BACKEND"))}
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(SITE), str(REPO), os.environ.get("PYTHONPATH")]))
     env["HOROVOD_GCU_RUNTIME_LIB"] = str(RUNTIME_LIB)
@@ -104,6 +107,34 @@ def test_scripts_emulated_gcu_sh_gives_the_device():
     code = "import torch; print('SUM', torch.arange(4.0, device='gcu:1').sum().item())"
     r = _run(["bash", script, sys.executable, "-c", code], env, TIMEOUT)
     assert r.returncode == 0 and "SUM 6.0" in r.stdout, _describe(r)
+
+
+def test_emucuda_flavour_under_emulated_cuda_sh():
+    # scripts/emulated_cuda.sh: the same extension as 'emucuda' over the
+    # emulated CUDA runtime, served by the CUDA plugin (HOROVOD_CUDA_DEVICE_TYPE).
+    script = REPO / "scripts" / "emulated_cuda.sh"
+    env = {k: v for k, v in gcu_env().items() if k not in ("PYTHONPATH", "HOROVOD_GCU_RUNTIME_LIB")}
+    code = ("import torch, horovod_accel.torch as hvd\n"
+            "hvd.init()\n"
+            "y = hvd.allreduce(torch.ones(4, device='emucuda'), op=hvd.Sum)\n"
+            "print('ALLREDUCE', y.device.type, y.cpu().tolist(), flush=True)\n")
+    r = _run(["bash", script, sys.executable, "-m", "horovod_accel.runner.launch", "-np", "2",
+              sys.executable, "-c", code], env, TIMEOUT)
+    assert r.returncode == 0, _describe(r)
+    for rank in range(2):
+        assert f"[{rank}]<stdout>:ALLREDUCE emucuda [2.0, 2.0, 2.0, 2.0]" in r.stdout, _describe(r)
+    # its memory is emulated device memory: the host reading it gets SIGSEGV
+    code = ("import ctypes, torch\n"
+            "x = torch.ones(4, device='emucuda')\n"
+            "print('BEFORE', flush=True)\n"
+            "ctypes.string_at(x.data_ptr(), 4)\n"
+            "print('AFTER', flush=True)\n")
+    r = _run(["bash", script, sys.executable, "-c", code], env, TIMEOUT)
+    assert "BEFORE" in r.stdout and "AFTER" not in r.stdout, _describe(r)
+    assert r.returncode == -signal.SIGSEGV, _describe(r)
+    # and the device checks pass on it (cuda* events, cudaHostAlloc pinned memory)
+    r = _run(["bash", script, sys.executable, SELFTEST], env, TIMEOUT)
+    assert r.returncode == 0 and "ALL OK" in r.stdout, _describe(r)
 
 
 def test_selftest():
@@ -186,6 +217,14 @@ def test_runtime_lib_missing_is_a_clear_error():
     r = py("import torch", gcu_env(HOROVOD_GCU_RUNTIME_LIB=other))
     assert r.returncode != 0, _describe(r)
     assert "symbol topsGetDeviceCount not found in the TOPS runtime" in r.stderr, _describe(r)
+    # the cuda flavour names its own symbols; an unknown flavour is refused
+    r = py("import torch",
+           gcu_env(HVDA_TEST_DEVICE_RUNTIME="cuda", HOROVOD_CUDA_RUNTIME_LIB=RUNTIME_LIB))
+    assert r.returncode != 0, _describe(r)
+    assert "emucuda: symbol cudaGetDeviceCount not found in the CUDA runtime" in r.stderr, \
+        _describe(r)
+    r = py("import torch", gcu_env(HVDA_TEST_DEVICE_RUNTIME="rocm"))
+    assert r.returncode != 0 and "HVDA_TEST_DEVICE_RUNTIME='rocm'" in r.stderr, _describe(r)
 
 
 def test_loading_reuses_the_build():

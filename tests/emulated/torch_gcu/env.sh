@@ -1,8 +1,11 @@
 # Source this (bash, zsh or sh) to make `import torch` autoload the test-only
-# 'gcu' device: it puts tests/emulated/torch_gcu/site (package hvda_test_gcu and
-# its dist-info with the `torch.backends` entry point) first on PYTHONPATH.
-# The device uses the TOPS runtime named by HOROVOD_GCU_RUNTIME_LIB, which the
-# caller exports (scripts/emulated_gcu.sh does).
+# device: it puts tests/emulated/torch_gcu/site (package hvda_test_gcu and its
+# dist-info with the `torch.backends` entry point) first on PYTHONPATH. The
+# caller exports the flavour and its runtime library:
+#   HVDA_TEST_DEVICE_RUNTIME=tops (default): device 'gcu', HOROVOD_GCU_RUNTIME_LIB
+#     (scripts/emulated_gcu.sh);
+#   HVDA_TEST_DEVICE_RUNTIME=cuda: device 'emucuda', HOROVOD_CUDA_RUNTIME_LIB
+#     (scripts/emulated_cuda.sh).
 if [ -n "${BASH_VERSION:-}" ]; then
   eval '_hvda_gcu_src="${BASH_SOURCE[0]}"'
 elif [ -n "${ZSH_VERSION:-}" ]; then

@@ -1,5 +1,7 @@
-"""Checks of the test-only 'gcu' torch device; run under tests/emulated/torch_gcu/env.sh
-with HOROVOD_GCU_RUNTIME_LIB set:
+"""Checks of the test-only torch device ('gcu', or 'emucuda' with
+HVDA_TEST_DEVICE_RUNTIME=cuda); run under tests/emulated/torch_gcu/env.sh with
+the flavour's runtime variable set (HOROVOD_GCU_RUNTIME_LIB /
+HOROVOD_CUDA_RUNTIME_LIB):
 
     python tests/emulated/torch_gcu/selftest.py [check ...]
 
@@ -15,6 +17,9 @@ import warnings
 
 import torch
 
+# The device under test: whatever the autoload named PrivateUse1 ('gcu', 'emucuda').
+DEV = torch._C._get_privateuse1_backend_name()
+MOD = getattr(torch, DEV)  # torch.gcu / torch.emucuda
 CHECKS = {}
 
 
@@ -36,26 +41,27 @@ def same(a, b, tol=0.0):
 
 @check
 def basics():
-    x = torch.ones(4, device="gcu")
-    assert x.device.type == "gcu" and x.device.index == torch.gcu.current_device(), x.device
-    assert x.is_gcu and not x.is_cpu
-    assert torch.device("gcu").type == "gcu"
+    x = torch.ones(4, device=DEV)
+    assert x.device.type == DEV and x.device.index == MOD.current_device(), x.device
+    assert getattr(x, f"is_{DEV}") and not x.is_cpu
+    assert torch.device(DEV).type == DEV
     same(x, torch.ones(4))
     y = (x * 3 + 1) / 2 - x
-    assert y.device.type == "gcu"
+    assert y.device.type == DEV
     same(y, torch.full((4,), 1.0))
     assert float(x.sum()) == 4.0 and x.sum().item() == 4.0
-    assert torch.gcu.is_available() and torch.gcu.device_count() >= 1
-    assert torch.gcu.is_initialized()
-    torch.gcu.synchronize()
-    torch.gcu.synchronize(0)
-    s = torch.gcu.current_stream()
-    assert s.gcu_stream == 0 and s.native_handle == 0 and isinstance(s.gcu_stream, int)
-    assert s.device == torch.device("gcu", torch.gcu.current_device())
-    assert torch.gcu.default_stream() == s
-    assert "device='gcu:0'" in repr(x), repr(x)
-    assert torch.accelerator.current_accelerator() == torch.device("gcu")
-    assert torch.accelerator.device_count() == torch.gcu.device_count()
+    assert MOD.is_available() and MOD.device_count() >= 1
+    assert MOD.is_initialized()
+    MOD.synchronize()
+    MOD.synchronize(0)
+    s = MOD.current_stream()
+    handle = getattr(s, f"{DEV}_stream")  # gcu_stream / emucuda_stream
+    assert handle == 0 and s.native_handle == 0 and isinstance(handle, int)
+    assert s.device == torch.device(DEV, MOD.current_device())
+    assert MOD.default_stream() == s
+    assert f"device='{DEV}:0'" in repr(x), repr(x)
+    assert torch.accelerator.current_accelerator() == torch.device(DEV)
+    assert torch.accelerator.device_count() == MOD.device_count()
     torch.accelerator.synchronize()
 
 
@@ -65,20 +71,20 @@ def dtypes_and_factories():
     for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
                torch.int32, torch.int8, torch.uint8, torch.bool, torch.complex64):
         c = ref.to(dt) if dt != torch.complex64 else torch.complex(ref.float(), -ref.float())
-        g = c.to("gcu")
-        assert g.dtype == dt and g.device.type == "gcu"
+        g = c.to(DEV)
+        assert g.dtype == dt and g.device.type == DEV
         same(g, c)
         if not dt.is_complex:
             same(g.to(torch.float64), c.to(torch.float64))
-    same(torch.zeros(3, 2, device="gcu"), torch.zeros(3, 2))
-    same(torch.full((2, 2), 7, device="gcu"), torch.full((2, 2), 7))
-    same(torch.arange(5, device="gcu"), torch.arange(5))
-    same(torch.eye(3, device="gcu"), torch.eye(3))
-    same(torch.tensor([1.5, 2.5], device="gcu"), torch.tensor([1.5, 2.5]))
-    same(torch.empty(0, device="gcu"), torch.empty(0))
-    same(torch.zeros_like(torch.ones(2, device="gcu")), torch.zeros(2))
+    same(torch.zeros(3, 2, device=DEV), torch.zeros(3, 2))
+    same(torch.full((2, 2), 7, device=DEV), torch.full((2, 2), 7))
+    same(torch.arange(5, device=DEV), torch.arange(5))
+    same(torch.eye(3, device=DEV), torch.eye(3))
+    same(torch.tensor([1.5, 2.5], device=DEV), torch.tensor([1.5, 2.5]))
+    same(torch.empty(0, device=DEV), torch.empty(0))
+    same(torch.zeros_like(torch.ones(2, device=DEV)), torch.zeros(2))
     torch.manual_seed(3)
-    r = torch.randn(5, device="gcu")
+    r = torch.randn(5, device=DEV)
     torch.manual_seed(3)
     same(r, torch.randn(5))  # random ops draw from the CPU generator
 
@@ -86,7 +92,7 @@ def dtypes_and_factories():
 @check
 def noncontiguous_copies():
     base = torch.arange(48, dtype=torch.float32).reshape(6, 8)
-    g = base.to("gcu")
+    g = base.to(DEV)
     # device -> host from non-contiguous views
     same(g.t(), base.t())
     same(g[:, 1::3], base[:, 1::3])
@@ -95,7 +101,7 @@ def noncontiguous_copies():
     same(g.permute(1, 0).reshape(-1), base.permute(1, 0).reshape(-1))
     same(g[:, :1].expand(6, 5), base[:, :1].expand(6, 5))
     # host -> device into non-contiguous destinations; the gaps keep their values
-    d = torch.zeros(6, 8, device="gcu")
+    d = torch.zeros(6, 8, device=DEV)
     ref = torch.zeros(6, 8)
     src = torch.arange(24, dtype=torch.float32).reshape(6, 4) + 100
     d[:, ::2] = src
@@ -108,7 +114,7 @@ def noncontiguous_copies():
     ref[1:3, 2:6] = src.t()[:2, :4]
     same(d, ref)
     # device -> device
-    e = torch.zeros(8, 6, device="gcu")
+    e = torch.zeros(8, 6, device=DEV)
     e.copy_(d.t())
     same(e, ref.t())
     e[::2, 1:4] = d[1:5, ::2][:, :3]
@@ -116,30 +122,30 @@ def noncontiguous_copies():
     r2[::2, 1:4] = ref[1:5, ::2][:, :3]
     same(e, r2)
     # dtype conversion and broadcasting in copy_
-    i = torch.zeros(3, 4, dtype=torch.int64, device="gcu")
+    i = torch.zeros(3, 4, dtype=torch.int64, device=DEV)
     i.copy_(torch.tensor([1.7, 2.2, 3.9, -4.5]))
     same(i, torch.tensor([1.7, 2.2, 3.9, -4.5]).to(torch.int64).expand(3, 4))
-    f = torch.zeros(2, 3, dtype=torch.float64, device="gcu")
-    f.copy_(torch.tensor([[1], [2]], dtype=torch.int32, device="gcu"))
+    f = torch.zeros(2, 3, dtype=torch.float64, device=DEV)
+    f.copy_(torch.tensor([[1], [2]], dtype=torch.int32, device=DEV))
     same(f, torch.tensor([[1.0, 1, 1], [2, 2, 2]], dtype=torch.float64))
     # channels_last (dense, not contiguous) both ways
     cl = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
-    gcl = cl.to("gcu")
+    gcl = cl.to(DEV)
     assert gcl.is_contiguous(memory_format=torch.channels_last)
     same(gcl, cl)
     same(gcl.contiguous(), cl.contiguous())
     # conjugate and negative views
     z = torch.complex(torch.arange(4.0), torch.arange(4.0) + 1)
-    gz = z.to("gcu")
+    gz = z.to(DEV)
     same(gz.conj(), z.conj().resolve_conj())
-    gz2 = torch.zeros(4, dtype=torch.complex64, device="gcu")
+    gz2 = torch.zeros(4, dtype=torch.complex64, device=DEV)
     gz2.conj().copy_(z)
     same(gz2, z.conj().resolve_conj())
 
 
 @check
 def views_alias_device_memory():
-    g = torch.zeros(3, 4, device="gcu")
+    g = torch.zeros(3, 4, device=DEV)
     v = g.view(-1)
     v[5] = 7.0
     assert g[1, 1].item() == 7.0
@@ -149,15 +155,15 @@ def views_alias_device_memory():
     same(g[2], torch.ones(4))
     g.narrow(1, 3, 1).zero_()
     assert g[:, 3].abs().sum().item() == 0.0
-    u = torch.arange(10.0, device="gcu").unfold(0, 4, 3)
+    u = torch.arange(10.0, device=DEV).unfold(0, 4, 3)
     same(u, torch.arange(10.0).unfold(0, 4, 3))
-    z = torch.zeros(3, dtype=torch.complex64, device="gcu")
+    z = torch.zeros(3, dtype=torch.complex64, device=DEV)
     torch.view_as_real(z)[:, 1] = 2.0
     same(z, torch.full((3,), 2j, dtype=torch.complex64))
-    same(torch.view_as_complex(torch.ones(2, 2, device="gcu")), torch.full((2,), 1 + 1j))
-    r = torch.arange(12.0, device="gcu").reshape(3, 4)
+    same(torch.view_as_complex(torch.ones(2, 2, device=DEV)), torch.full((2,), 1 + 1j))
+    r = torch.arange(12.0, device=DEV).reshape(3, 4)
     assert r.reshape(4, 3).data_ptr() == r.data_ptr()
-    a, b = torch.arange(6.0, device="gcu").split(3)
+    a, b = torch.arange(6.0, device=DEV).split(3)
     b.add_(10)
     same(b, torch.tensor([13.0, 14, 15]))
     same(r.as_strided((2, 2), (1, 4), 1),
@@ -167,33 +173,33 @@ def views_alias_device_memory():
 
 @check
 def resize_and_set():
-    t = torch.arange(4.0, device="gcu")
+    t = torch.arange(4.0, device=DEV)
     ptr = t.data_ptr()
     t.resize_(2)
     assert t.data_ptr() == ptr
     same(t, torch.tensor([0.0, 1.0]))
     t.resize_(10)  # grows the storage: the old contents move device-to-device
     same(t[:4], torch.arange(4.0))
-    s = torch.empty(0, device="gcu")
+    s = torch.empty(0, device=DEV)
     s.set_(t.untyped_storage(), 1, (2, 1), (1, 1))
     same(s, torch.tensor([[1.0], [2.0]]))
-    s2 = torch.empty(0, device="gcu").set_(t)
+    s2 = torch.empty(0, device=DEV).set_(t)
     assert s2.data_ptr() == t.data_ptr()
-    o = torch.empty(0, device="gcu")
-    torch.add(torch.ones(3, device="gcu"), 1, out=o)  # out= resizes through the fallback
+    o = torch.empty(0, device=DEV)
+    torch.add(torch.ones(3, device=DEV), 1, out=o)  # out= resizes through the fallback
     same(o, torch.full((3,), 2.0))
-    st = torch.arange(3.0, device="gcu").untyped_storage()
+    st = torch.arange(3.0, device=DEV).untyped_storage()
     st.resize_(24)  # storage resize (PrivateUse1 hook)
     assert st.nbytes() == 24
-    e = torch.empty(0, device="gcu").set_()
-    assert e.numel() == 0 and e.device.type == "gcu"
+    e = torch.empty(0, device=DEV).set_()
+    assert e.numel() == 0 and e.device.type == DEV
 
 
 @check
 def ops_through_fallback():
     a = torch.randn(4, 5)
     b = torch.randn(5, 3)
-    ga, gb = a.to("gcu"), b.to("gcu")
+    ga, gb = a.to(DEV), b.to(DEV)
     same(ga @ gb, a @ b, 1e-6)
     same(torch.relu(ga), torch.relu(a))
     same(torch.cat([ga, ga], 1), torch.cat([a, a], 1))
@@ -209,9 +215,9 @@ def ops_through_fallback():
     same(torch.nn.functional.softmax(ga, 1), torch.nn.functional.softmax(a, 1), 1e-6)
     same(torch.nn.functional.mse_loss(ga, ga * 2), torch.nn.functional.mse_loss(a, a * 2), 1e-6)
     idx = torch.tensor([3, 0, 1])
-    same(ga[idx.to("gcu")], a[idx])
+    same(ga[idx.to(DEV)], a[idx])
     h = ga.clone()
-    h[idx.to("gcu")] = 0.0
+    h[idx.to(DEV)] = 0.0
     ah = a.clone()
     ah[idx] = 0.0
     same(h, ah)
@@ -220,9 +226,9 @@ def ops_through_fallback():
     assert torch.equal(ga, ga.clone()) and not torch.equal(ga, ga + 1)
     ga.mul_(2).add_(1)
     same(ga, a * 2 + 1, 1e-6)
-    l = [torch.ones(3, device="gcu"), torch.zeros(2, device="gcu")]
+    l = [torch.ones(3, device=DEV), torch.zeros(2, device=DEV)]
     torch._foreach_add_(l, 2.0)
-    torch._foreach_mul_(l, [torch.full((3,), 3.0, device="gcu"), torch.ones(2, device="gcu")])
+    torch._foreach_mul_(l, [torch.full((3,), 3.0, device=DEV), torch.ones(2, device=DEV)])
     same(l[0], torch.full((3,), 9.0))
     same(l[1], torch.full((2,), 2.0))
     n = torch._foreach_norm(l)
@@ -231,8 +237,8 @@ def ops_through_fallback():
 
 @check
 def autograd():
-    w = torch.randn(3, 2, device="gcu", requires_grad=True)
-    x = torch.randn(4, 3, device="gcu")
+    w = torch.randn(3, 2, device=DEV, requires_grad=True)
+    x = torch.randn(4, 3, device=DEV)
     y = (x @ w).relu().pow(2).sum()
     y.backward()
     assert w.grad is not None and w.grad.device == w.device
@@ -269,18 +275,18 @@ def layers_match_cpu():
                         torch.randn(2, 5, 8)),
     }
     for name, (make, x) in cases.items():
-        g, c = fwd_bwd(make, x, "gcu"), fwd_bwd(make, x, "cpu")
+        g, c = fwd_bwd(make, x, DEV), fwd_bwd(make, x, "cpu")
         assert torch.allclose(g, c, rtol=1e-4, atol=1e-4), (name, (g - c).abs().max())
 
 
 @check
 def autocast():
     a, b = torch.randn(4, 4), torch.randn(4, 4)
-    ga, gb = a.to("gcu"), b.to("gcu")
-    with torch.autocast("gcu", dtype=torch.bfloat16):
+    ga, gb = a.to(DEV), b.to(DEV)
+    with torch.autocast(DEV, dtype=torch.bfloat16):
         y = ga @ gb
         s = torch.softmax(y, 1)
-    assert y.dtype == torch.bfloat16 and y.device.type == "gcu", y
+    assert y.dtype == torch.bfloat16 and y.device.type == DEV, y
     assert s.dtype == torch.float32
     with torch.autocast("cpu", dtype=torch.bfloat16):
         ref = a @ b
@@ -315,7 +321,7 @@ def training_matches_cpu():
         "adam_foreach": lambda p: torch.optim.Adam(p, lr=0.01, foreach=True),
     }
     for name, make in makers.items():
-        lg, pg = train("gcu", 15, make)
+        lg, pg = train(DEV, 15, make)
         lc, pc = train("cpu", 15, make)
         assert lg[-1] < lg[0] * 0.8, (name, lg)
         for a, b in zip(lg, lc):
@@ -327,18 +333,18 @@ def training_matches_cpu():
 @check
 def module_methods_and_serialization():
     m = torch.nn.Linear(3, 2)
-    m.gcu()
-    assert m.weight.device.type == "gcu"
-    t = torch.ones(2).gcu()
-    assert t.device.type == "gcu"
+    getattr(m, DEV)()
+    assert m.weight.device.type == DEV
+    t = getattr(torch.ones(2), DEV)()
+    assert t.device.type == DEV
     sd = copy.deepcopy(m.state_dict())
-    assert sd["weight"].device.type == "gcu"
+    assert sd["weight"].device.type == DEV
     same(sd["weight"], m.weight.detach())
     buf = io.BytesIO()
     torch.save(m.state_dict(), buf)
     buf.seek(0)
     loaded = torch.load(buf)
-    assert loaded["weight"].device.type == "gcu"
+    assert loaded["weight"].device.type == DEV
     same(loaded["weight"], m.weight.detach())
     buf.seek(0)
     same(torch.load(buf, map_location="cpu")["bias"], m.bias.detach().cpu())
@@ -346,43 +352,43 @@ def module_methods_and_serialization():
 
 @check
 def multi_device():
-    n = torch.gcu.device_count()
+    n = MOD.device_count()
     if n < 2:
         print("  (one device: skipped)")
         return
     x = torch.arange(6.0).reshape(2, 3)
-    g0 = x.to("gcu:0")
-    g1 = g0.to("gcu:1")
-    assert g1.device == torch.device("gcu", 1)
+    g0 = x.to(f"{DEV}:0")
+    g1 = g0.to(f"{DEV}:1")
+    assert g1.device == torch.device(DEV, 1)
     same(g1, x)
     same(g1 * 2, x * 2)
-    assert (g1 * 2).device == torch.device("gcu", 1)
-    same(g1.t().to("gcu:0"), x.t())
-    with torch.gcu.device(1):
-        assert torch.gcu.current_device() == 1
-        y = torch.ones(2, device="gcu")
+    assert (g1 * 2).device == torch.device(DEV, 1)
+    same(g1.t().to(f"{DEV}:0"), x.t())
+    with MOD.device(1):
+        assert MOD.current_device() == 1
+        y = torch.ones(2, device=DEV)
         assert y.device.index == 1
-        assert torch.gcu.current_stream().device.index == 1
-        torch.gcu.synchronize()
-    assert torch.gcu.current_device() == 0
-    torch.gcu.set_device(1)
-    assert torch.gcu.current_device() == 1
-    torch.gcu.set_device("gcu:0")
-    assert torch.gcu.current_device() == 0
-    w = torch.randn(3, 2, device="gcu:1", requires_grad=True)
+        assert MOD.current_stream().device.index == 1
+        MOD.synchronize()
+    assert MOD.current_device() == 0
+    MOD.set_device(1)
+    assert MOD.current_device() == 1
+    MOD.set_device(f"{DEV}:0")
+    assert MOD.current_device() == 0
+    w = torch.randn(3, 2, device=f"{DEV}:1", requires_grad=True)
     (w * 2).sum().backward()
-    same(w.grad, torch.full((3, 2), 2.0, device="gcu:1"))
+    same(w.grad, torch.full((3, 2), 2.0, device=f"{DEV}:1"))
 
 
 @check
 def events_and_pinned_memory():
-    e = torch.Event(device="gcu")
-    torch.ones(3, device="gcu").add_(1)
+    e = torch.Event(device=DEV)
+    torch.ones(3, device=DEV).add_(1)
     e.record()
     e.synchronize()
     assert e.query()
     s = torch.accelerator.current_stream()  # the default stream, via the device guard
-    assert s.device == torch.device("gcu", torch.gcu.current_device()) and s.stream_id == 0
+    assert s.device == torch.device(DEV, MOD.current_device()) and s.stream_id == 0
     assert s.query()
     s.synchronize()
     assert e.query() and s.query()
@@ -391,7 +397,7 @@ def events_and_pinned_memory():
     e2.synchronize()
     p = torch.arange(4.0).pin_memory()
     assert p.is_pinned() and not torch.arange(4.0).is_pinned()
-    same(p.to("gcu", non_blocking=True), torch.arange(4.0))
+    same(p.to(DEV, non_blocking=True), torch.arange(4.0))
 
 
 def main(names):

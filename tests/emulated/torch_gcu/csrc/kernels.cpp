@@ -1,11 +1,11 @@
-// ATen kernels of the test-only 'gcu' device (PrivateUse1).
+// ATen kernels of the test-only device ('gcu' or 'emucuda', PrivateUse1).
 //
 // Only what must know where the data lives is implemented here: allocation,
-// copies (all through topsMemcpy), metadata-only views, resize_/set_ and
-// _local_scalar_dense. Every other operator runs through torch's boxed CPU
-// fallback, which copies the operands to the CPU, runs the CPU kernel and
-// copies the results back (again through _copy_from). The host never reads or
-// writes device memory directly.
+// copies (all through topsMemcpy / cudaMemcpy), metadata-only views,
+// resize_/set_ and _local_scalar_dense. Every other operator runs through
+// torch's boxed CPU fallback, which copies the operands to the CPU, runs the
+// CPU kernel and copies the results back (again through _copy_from). The host
+// never reads or writes device memory directly.
 #include "gcu.h"
 
 #include <ATen/ATen.h>
@@ -35,13 +35,13 @@ int64_t span_elems(const Tensor& t) {
   int64_t last = 0;
   for (int64_t d = 0; d < t.dim(); ++d) {
     if (t.size(d) == 0) return 0;
-    TORCH_CHECK(t.stride(d) >= 0, "gcu: negative strides are not supported");
+    TORCH_CHECK(t.stride(d) >= 0, device_name(), ": negative strides are not supported");
     last += (t.size(d) - 1) * t.stride(d);
   }
   return last + 1;
 }
 
-// The logical values of a gcu tensor as a new contiguous CPU tensor (same
+// The logical values of a device tensor as a new contiguous CPU tensor (same
 // dtype and sizes). A non-contiguous view is fetched as the storage span it
 // covers and gathered on the host.
 Tensor device_to_cpu(const Tensor& src) {
@@ -64,10 +64,10 @@ Tensor device_to_cpu(const Tensor& src) {
   return out;
 }
 
-// Stores `values` (a CPU tensor of dst's dtype and sizes) into the gcu tensor
-// dst. A non-contiguous destination is written as the storage span it covers;
-// unless the view is dense, the span is read first so the gaps keep their
-// values.
+// Stores `values` (a CPU tensor of dst's dtype and sizes) into the device
+// tensor dst. A non-contiguous destination is written as the storage span it
+// covers; unless the view is dense, the span is read first so the gaps keep
+// their values.
 void cpu_to_device(Tensor values, const Tensor& dst) {
   if (dst.numel() == 0) return;
   values = values.resolve_conj().resolve_neg();
@@ -95,11 +95,11 @@ bool plain_bits(const Tensor& t) { return !t.is_conj() && !t.is_neg(); }
 
 void check_factory_args(c10::Device device, std::optional<c10::Layout> layout,
                         std::optional<bool> pin_memory) {
-  TORCH_CHECK(device.type() == kGcu, "gcu: factory called for device ", device);
+  TORCH_CHECK(device.type() == kGcu, device_name(), ": factory called for device ", device);
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
-              "gcu: only strided tensors are supported");
+              device_name(), ": only strided tensors are supported");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
-              "gcu: only CPU tensors can be pinned");
+              device_name(), ": only CPU tensors can be pinned");
 }
 
 Tensor gcu_empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
@@ -126,17 +126,19 @@ Tensor gcu_empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 
 // ---- copies ----------------------------------------------------------------
 
-// self -> dst, where one or both live on a gcu. Handles dtype conversion,
+// self -> dst, where one or both live on the device. Handles dtype conversion,
 // broadcasting and arbitrary strides on either side.
 Tensor gcu_copy_from(const Tensor& self, const Tensor& dst, bool /*non_blocking*/) {
-  TORCH_CHECK(self.defined() && dst.defined(), "gcu: _copy_from with an undefined tensor");
+  TORCH_CHECK(self.defined() && dst.defined(), device_name(),
+              ": _copy_from with an undefined tensor");
   const bool src_dev = on_gcu(self);
   const bool dst_dev = on_gcu(dst);
   TORCH_CHECK((src_dev || self.is_cpu()) && (dst_dev || dst.is_cpu()),
-              "gcu: copies between ", self.device(), " and ", dst.device(), " are not supported");
+              device_name(), ": copies between ", self.device(), " and ", dst.device(),
+              " are not supported");
   if (dst.numel() == 0) return dst;
 
-  // Same dtype and shape, both contiguous: a single topsMemcpy.
+  // Same dtype and shape, both contiguous: a single runtime memcpy.
   if (self.scalar_type() == dst.scalar_type() && self.sizes().equals(dst.sizes()) &&
       self.is_contiguous() && dst.is_contiguous() && plain_bits(self) && plain_bits(dst)) {
     const int64_t n = dst.numel() * dst.element_size();

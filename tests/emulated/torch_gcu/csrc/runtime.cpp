@@ -1,6 +1,7 @@
-// Runtime side of the test-only 'gcu' device: the dlopen()ed TOPS runtime, the
-// device allocator, the device guard, the PrivateUse1 hooks and the small
-// Python module (plain CPython API) the hvda_test_gcu package loads.
+// Runtime side of the test-only device ('gcu' or 'emucuda', see gcu.h): the
+// dlopen()ed TOPS or CUDA runtime, the device allocator, the device guard, the
+// PrivateUse1 hooks and the small Python module (plain CPython API) the
+// hvda_test_gcu package loads.
 #include "gcu.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -29,7 +30,59 @@ constexpr auto kGcu = c10::DeviceType::PrivateUse1;
 using Stream = void*;
 using Event = void*;
 
-// The tops* entry points; the optional ones may be null.
+// The symbol names of one flavour. The signatures are the same in both (TOPS
+// mirrors the CUDA runtime); the names differ in the prefix, and the pinned
+// memory pair is topsHostMalloc/topsHostFree vs cudaHostAlloc/cudaFreeHost.
+struct SymbolNames {
+  const char* get_device_count;
+  const char* set_device;
+  const char* get_device;
+  const char* malloc;
+  const char* free;
+  const char* memcpy;
+  const char* stream_synchronize;
+  const char* get_error_string;
+  const char* get_last_error;
+  const char* host_malloc;  // (void**, size_t, unsigned flags)
+  const char* host_free;
+  const char* event_create_with_flags;
+  const char* event_destroy;
+  const char* event_record;
+  const char* event_query;
+  const char* event_synchronize;
+  const char* stream_wait_event;
+};
+
+struct Flavour {
+  const char* name;     // "tops" / "cuda": what configure() takes
+  const char* runtime;  // "TOPS" / "CUDA", for messages
+  const char* env_var;  // the variable that names the library, for messages
+  bool not_ready_sets_last_error;  // a NotReady event query leaves a last error to clear
+  SymbolNames sym;
+};
+
+constexpr Flavour kTops = {
+    "tops", "TOPS", "HOROVOD_GCU_RUNTIME_LIB", true,
+    {"topsGetDeviceCount", "topsSetDevice", "topsGetDevice", "topsMalloc", "topsFree",
+     "topsMemcpy", "topsStreamSynchronize", "topsGetErrorString", "topsGetLastError",
+     "topsHostMalloc", "topsHostFree", "topsEventCreateWithFlags", "topsEventDestroy",
+     "topsEventRecord", "topsEventQuery", "topsEventSynchronize", "topsStreamWaitEvent"}};
+
+constexpr Flavour kCuda = {
+    "cuda", "CUDA", "HOROVOD_CUDA_RUNTIME_LIB", false,
+    {"cudaGetDeviceCount", "cudaSetDevice", "cudaGetDevice", "cudaMalloc", "cudaFree",
+     "cudaMemcpy", "cudaStreamSynchronize", "cudaGetErrorString", "cudaGetLastError",
+     "cudaHostAlloc", "cudaFreeHost", "cudaEventCreateWithFlags", "cudaEventDestroy",
+     "cudaEventRecord", "cudaEventQuery", "cudaEventSynchronize", "cudaStreamWaitEvent"}};
+
+// Set by configure() before any device use; read without a lock afterwards.
+const Flavour* g_flavour = &kTops;
+std::string g_device_name = "gcu";
+bool g_configured = false;
+
+const SymbolNames& sym() { return g_flavour->sym; }
+
+// The runtime's entry points; the optional ones may be null.
 struct Runtime {
   int (*GetDeviceCount)(int*) = nullptr;
   int (*SetDevice)(int) = nullptr;
@@ -62,16 +115,19 @@ std::string err_str(int rc) {
   return s ? s : "unknown error";
 }
 
-#define GCU_CHECK(expr, what)                                                     \
-  do {                                                                            \
-    int rc_ = (expr);                                                             \
-    TORCH_CHECK(rc_ == 0, "gcu: ", what, " failed: ", err_str(rc_), " (", rc_, ")"); \
+// `what` is the runtime function's name (sym().xxx).
+#define GCU_CHECK(expr, what)                                                              \
+  do {                                                                                     \
+    int rc_ = (expr);                                                                      \
+    TORCH_CHECK(rc_ == 0, g_device_name, ": ", what, " failed: ", err_str(rc_), " (", rc_, \
+                ")");                                                                      \
   } while (0)
 
 const Runtime& rt() {
-  TORCH_CHECK(g_loaded.load(std::memory_order_acquire),
-              "gcu: the TOPS runtime is not loaded: set HOROVOD_GCU_RUNTIME_LIB to the (emulated) "
-              "TOPS runtime library before importing torch");
+  TORCH_CHECK(g_loaded.load(std::memory_order_acquire), g_device_name, ": the ",
+              g_flavour->runtime, " runtime is not loaded: set ", g_flavour->env_var,
+              " to the (emulated) ", g_flavour->runtime,
+              " runtime library before importing torch");
   return g_rt;
 }
 
@@ -93,8 +149,9 @@ struct GcuAllocator final : c10::Allocator {
     if (n > 0) {
       const int rc = rt().Malloc(&p, n);
       TORCH_CHECK_WITH(OutOfMemoryError, rc != kMemoryAllocation,
-                       "gcu: out of memory allocating ", n, " bytes on gcu:", int(dev));
-      GCU_CHECK(rc, "topsMalloc");
+                       g_device_name, ": out of memory allocating ", n, " bytes on ",
+                       g_device_name, ":", int(dev));
+      GCU_CHECK(rc, sym().malloc);
     }
     return {p, p, &device_free, c10::Device(kGcu, dev)};
   }
@@ -106,7 +163,7 @@ struct GcuAllocator final : c10::Allocator {
 
 GcuAllocator g_device_allocator;
 
-// ---- pinned host allocator (topsHostMalloc), for pin_memory() -------------
+// ---- pinned host allocator (topsHostMalloc / cudaHostAlloc), for pin_memory()
 
 std::mutex g_pinned_mu;
 std::map<const char*, size_t> g_pinned;  // base -> size
@@ -122,12 +179,12 @@ void host_free(void* p) {
 
 struct GcuHostAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
-    TORCH_CHECK(rt().HostMalloc && g_rt.HostFree,
-                "gcu: the runtime has no topsHostMalloc/topsHostFree; "
-                "pinned memory is unavailable");
+    TORCH_CHECK(rt().HostMalloc && g_rt.HostFree, g_device_name, ": the runtime ", g_path,
+                " has no ", sym().host_malloc, "/", sym().host_free,
+                ", so pinned memory is unavailable; use unpinned CPU tensors");
     void* p = nullptr;
     if (n > 0) {
-      GCU_CHECK(g_rt.HostMalloc(&p, n, 0), "topsHostMalloc");
+      GCU_CHECK(g_rt.HostMalloc(&p, n, 0), sym().host_malloc);
       std::lock_guard<std::mutex> g(g_pinned_mu);
       g_pinned[static_cast<const char*>(p)] = n;
     }
@@ -150,7 +207,7 @@ bool is_pinned(const void* ptr) {
   return p < it->first + it->second;
 }
 
-// ---- device guard: devices via topsSetDevice/topsGetDevice, one stream (0)
+// ---- device guard: devices via {tops,cuda}{Set,Get}Device, one stream (0) --
 
 struct GcuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   GcuGuardImpl() = default;
@@ -187,30 +244,33 @@ struct GcuGuardImpl final : c10::impl::DeviceGuardImplInterface {
 
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
               const c10::EventFlag flag) const override {
-    TORCH_CHECK(have_events(), "gcu: the runtime has no event API");
+    TORCH_CHECK(have_events(), g_device_name, ": the runtime ", g_path,
+                " has no event API (", sym().event_create_with_flags, " etc.)");
     TORCH_CHECK(device_index == -1 || device_index == stream.device_index(),
-                "gcu: event device ", int(device_index), " does not match the stream's device ",
-                int(stream.device_index()));
+                g_device_name, ": event device ", int(device_index),
+                " does not match the stream's device ", int(stream.device_index()));
     c10::DeviceGuard guard(stream.device());
     if (*event == nullptr) {
       const unsigned flags = flag == c10::EventFlag::BACKEND_DEFAULT ? 0u : 2u;
-      GCU_CHECK(g_rt.EventCreateWithFlags(event, flags), "topsEventCreateWithFlags");
+      GCU_CHECK(g_rt.EventCreateWithFlags(event, flags), sym().event_create_with_flags);
     }
-    GCU_CHECK(g_rt.EventRecord(*event, nullptr), "topsEventRecord");
+    GCU_CHECK(g_rt.EventRecord(*event, nullptr), sym().event_record);
   }
   void block(void* event, const c10::Stream& stream) const override {
     if (!event) return;
     c10::DeviceGuard guard(stream.device());
-    GCU_CHECK(g_rt.StreamWaitEvent(nullptr, event, 0), "topsStreamWaitEvent");
+    GCU_CHECK(g_rt.StreamWaitEvent(nullptr, event, 0), sym().stream_wait_event);
   }
   bool queryEvent(void* event) const override {
     if (!event) return true;
     const int rc = g_rt.EventQuery(event);
     if (rc == kNotReady) {
-      if (g_rt.GetLastError) g_rt.GetLastError();  // a NotReady query leaves a last error
+      // TOPS: a NotReady query leaves a last error; clear it. CUDA's does
+      // not, and clearing would drop an unrelated one.
+      if (g_flavour->not_ready_sets_last_error && g_rt.GetLastError) g_rt.GetLastError();
       return false;
     }
-    GCU_CHECK(rc, "topsEventQuery");
+    GCU_CHECK(rc, sym().event_query);
     return true;
   }
   void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
@@ -218,7 +278,7 @@ struct GcuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   }
   void synchronizeEvent(void* event) const override {
     if (!event) return;
-    GCU_CHECK(g_rt.EventSynchronize(event), "topsEventSynchronize");
+    GCU_CHECK(g_rt.EventSynchronize(event), sym().event_synchronize);
   }
   bool queryStream(const c10::Stream& s) const override {
     if (!have_events()) {
@@ -227,10 +287,10 @@ struct GcuGuardImpl final : c10::impl::DeviceGuardImplInterface {
     }
     c10::DeviceGuard guard(norm(s.device()));
     Event e = nullptr;
-    GCU_CHECK(g_rt.EventCreateWithFlags(&e, 2), "topsEventCreateWithFlags");
+    GCU_CHECK(g_rt.EventCreateWithFlags(&e, 2), sym().event_create_with_flags);
     bool done = true;
     try {
-      GCU_CHECK(g_rt.EventRecord(e, nullptr), "topsEventRecord");
+      GCU_CHECK(g_rt.EventRecord(e, nullptr), sym().event_record);
       done = queryEvent(e);
     } catch (...) {
       g_rt.EventDestroy(e);
@@ -268,7 +328,7 @@ struct GcuHooks final : at::PrivateUse1HooksInterface {
   c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex d) const override {
     return exchangeDevice(d);
   }
-  // Random numbers for 'gcu' tensors come from the CPU generator (random ops
+  // Random numbers for device tensors come from the CPU generator (random ops
   // run through the CPU fallback).
   const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override {
     return at::detail::getDefaultCPUGenerator();
@@ -289,65 +349,90 @@ void resolve(void* handle, const char* name, F*& fn, bool required) {
   dlerror();
   fn = reinterpret_cast<F*>(dlsym(handle, name));
   const char* err = fn ? nullptr : dlerror();
-  TORCH_CHECK(fn || !required, "gcu: symbol ", name, " not found in the TOPS runtime ", g_path,
-              err ? std::string(" (") + err + ")" : std::string());
+  TORCH_CHECK(fn || !required, g_device_name, ": symbol ", name, " not found in the ",
+              g_flavour->runtime, " runtime ", g_path,
+              err ? std::string(" (") + err + ")" : std::string(), "; point ",
+              g_flavour->env_var, " at a ", g_flavour->runtime, " runtime library");
 }
 
 } // namespace
 
 // ---- public functions (gcu.h) ---------------------------------------------
 
+void configure(const char* flavour, const char* device_name) {
+  std::lock_guard<std::mutex> lock(g_load_mu);
+  const std::string f = flavour ? flavour : "";
+  const Flavour* chosen = f == kTops.name ? &kTops : f == kCuda.name ? &kCuda : nullptr;
+  TORCH_CHECK(chosen, "hvda_test_gcu: unknown runtime flavour '", f,
+              "'; HVDA_TEST_DEVICE_RUNTIME must be 'tops' or 'cuda'");
+  TORCH_CHECK(device_name && *device_name, "hvda_test_gcu: the device name is empty");
+  if (g_configured || g_loaded.load()) {
+    TORCH_CHECK(chosen == g_flavour && g_device_name == device_name,
+                "hvda_test_gcu: this process already uses the ", g_flavour->name,
+                " flavour as device '", g_device_name, "'; cannot switch to ", f, " as '",
+                device_name, "' (set HVDA_TEST_DEVICE_RUNTIME before starting Python)");
+    return;
+  }
+  g_flavour = chosen;
+  g_device_name = device_name;
+  g_configured = true;
+}
+
+const char* device_name() { return g_device_name.c_str(); }
+
 bool runtime_loaded() { return g_loaded.load(); }
 
 void load_runtime(const char* path) {
   std::lock_guard<std::mutex> lock(g_load_mu);
-  TORCH_CHECK(path && *path,
-              "gcu: HOROVOD_GCU_RUNTIME_LIB is empty; it must name the (emulated) TOPS "
-              "runtime library");
+  TORCH_CHECK(path && *path, g_device_name, ": ", g_flavour->env_var,
+              " is empty; it must name the (emulated) ", g_flavour->runtime, " runtime library");
   if (g_loaded.load()) {
-    TORCH_CHECK(g_path == path, "gcu: the TOPS runtime ", g_path,
+    TORCH_CHECK(g_path == path, g_device_name, ": the ", g_flavour->runtime, " runtime ", g_path,
                 " is already loaded; cannot switch to ", path);
     return;
   }
   void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char* e = dlerror();
-    TORCH_CHECK(false, "gcu: cannot load the TOPS runtime named by HOROVOD_GCU_RUNTIME_LIB (", path,
-                "): ", e ? e : "dlopen failed");
+    TORCH_CHECK(false, g_device_name, ": cannot load the ", g_flavour->runtime,
+                " runtime named by ", g_flavour->env_var, " (", path, "): ",
+                e ? e : "dlopen failed");
   }
   g_path = path;
+  const SymbolNames& n = sym();
   Runtime r;
   try {
-    resolve(h, "topsGetDeviceCount", r.GetDeviceCount, true);
-    resolve(h, "topsSetDevice", r.SetDevice, true);
-    resolve(h, "topsGetDevice", r.GetDevice, true);
-    resolve(h, "topsMalloc", r.Malloc, true);
-    resolve(h, "topsFree", r.Free, true);
-    resolve(h, "topsMemcpy", r.Memcpy, true);
-    resolve(h, "topsStreamSynchronize", r.StreamSynchronize, true);
-    resolve(h, "topsGetErrorString", r.GetErrorString, true);
-    resolve(h, "topsGetLastError", r.GetLastError, false);
-    resolve(h, "topsHostMalloc", r.HostMalloc, false);
-    resolve(h, "topsHostFree", r.HostFree, false);
-    resolve(h, "topsEventCreateWithFlags", r.EventCreateWithFlags, false);
-    resolve(h, "topsEventDestroy", r.EventDestroy, false);
-    resolve(h, "topsEventRecord", r.EventRecord, false);
-    resolve(h, "topsEventQuery", r.EventQuery, false);
-    resolve(h, "topsEventSynchronize", r.EventSynchronize, false);
-    resolve(h, "topsStreamWaitEvent", r.StreamWaitEvent, false);
+    resolve(h, n.get_device_count, r.GetDeviceCount, true);
+    resolve(h, n.set_device, r.SetDevice, true);
+    resolve(h, n.get_device, r.GetDevice, true);
+    resolve(h, n.malloc, r.Malloc, true);
+    resolve(h, n.free, r.Free, true);
+    resolve(h, n.memcpy, r.Memcpy, true);
+    resolve(h, n.stream_synchronize, r.StreamSynchronize, true);
+    resolve(h, n.get_error_string, r.GetErrorString, true);
+    resolve(h, n.get_last_error, r.GetLastError, false);
+    resolve(h, n.host_malloc, r.HostMalloc, false);
+    resolve(h, n.host_free, r.HostFree, false);
+    resolve(h, n.event_create_with_flags, r.EventCreateWithFlags, false);
+    resolve(h, n.event_destroy, r.EventDestroy, false);
+    resolve(h, n.event_record, r.EventRecord, false);
+    resolve(h, n.event_query, r.EventQuery, false);
+    resolve(h, n.event_synchronize, r.EventSynchronize, false);
+    resolve(h, n.stream_wait_event, r.StreamWaitEvent, false);
   } catch (...) {
     g_path.clear();
     dlclose(h);
     throw;
   }
   g_rt = r;
-  int n = 0;
-  const int rc = g_rt.GetDeviceCount(&n);
+  int count = 0;
+  const int rc = g_rt.GetDeviceCount(&count);
   if (rc != 0) {
     g_path.clear();
-    TORCH_CHECK(false, "gcu: topsGetDeviceCount failed: ", err_str(rc), " (", rc, ")");
+    TORCH_CHECK(false, g_device_name, ": ", n.get_device_count, " failed: ", err_str(rc), " (",
+                rc, ")");
   }
-  g_count = n;
+  g_count = count;
   // The handle is kept for the life of the process (tensors may outlive
   // everything else and free their memory at exit).
   g_loaded.store(true, std::memory_order_release);
@@ -357,39 +442,40 @@ int device_count() { return g_loaded.load() ? g_count : 0; }
 
 c10::DeviceIndex current_device() {
   int d = 0;
-  GCU_CHECK(rt().GetDevice(&d), "topsGetDevice");
+  GCU_CHECK(rt().GetDevice(&d), sym().get_device);
   return static_cast<c10::DeviceIndex>(d);
 }
 
 void set_device(c10::DeviceIndex index) {
-  TORCH_CHECK(index >= 0 && index < device_count(), "gcu: invalid device index ", int(index),
-              " (", device_count(), " device(s))");
-  GCU_CHECK(rt().SetDevice(index), "topsSetDevice");
+  TORCH_CHECK(index >= 0 && index < device_count(), g_device_name, ": invalid device index ",
+              int(index), " (", device_count(), " device(s))");
+  GCU_CHECK(rt().SetDevice(index), sym().set_device);
 }
 
 void memcpy(void* dst, const void* src, std::size_t n, MemcpyKind kind) {
   if (n == 0) return;
-  GCU_CHECK(rt().Memcpy(dst, src, n, kind), "topsMemcpy");
+  GCU_CHECK(rt().Memcpy(dst, src, n, kind), sym().memcpy);
 }
 
 void synchronize(c10::DeviceIndex index) {
   const c10::DeviceIndex cur = current_device();
   if (index < 0 || index == cur) {
-    GCU_CHECK(rt().StreamSynchronize(nullptr), "topsStreamSynchronize");
+    GCU_CHECK(rt().StreamSynchronize(nullptr), sym().stream_synchronize);
     return;
   }
   set_device(index);
   const int rc = g_rt.StreamSynchronize(nullptr);
   g_rt.SetDevice(cur);
-  GCU_CHECK(rc, "topsStreamSynchronize");
+  GCU_CHECK(rc, sym().stream_synchronize);
 }
 
 void resize_storage_bytes(c10::StorageImpl* storage, std::size_t nbytes) {
   TORCH_CHECK(storage->resizable(), "Trying to resize storage that is not resizable");
-  TORCH_CHECK(storage->device_type() == kGcu, "gcu: resize of a non-gcu storage");
+  TORCH_CHECK(storage->device_type() == kGcu, g_device_name, ": resize of a storage on ",
+              storage->device_type(), ", not ", g_device_name);
   c10::DeviceGuard guard(storage->device());
   c10::Allocator* alloc = storage->allocator();
-  TORCH_CHECK(alloc, "gcu: storage has no allocator");
+  TORCH_CHECK(alloc, g_device_name, ": storage has no allocator");
   c10::DataPtr fresh;
   if (nbytes > 0) fresh = alloc->allocate(nbytes);
   const std::size_t keep = std::min<std::size_t>(nbytes, storage->nbytes());
@@ -422,11 +508,16 @@ PyObject* guarded(F&& f) {
   return nullptr;
 }
 
-PyObject* py_init_runtime(PyObject*, PyObject* arg) {
+// _init_runtime(flavour, device_name, path): configure(flavour, device_name),
+// then load_runtime(path) unless path is None.
+PyObject* py_init_runtime(PyObject*, PyObject* args) {
+  const char* flavour = nullptr;
+  const char* name = nullptr;
+  const char* path = nullptr;
+  if (!PyArg_ParseTuple(args, "ssz:_init_runtime", &flavour, &name, &path)) return nullptr;
   return guarded([&]() -> PyObject* {
-    const char* path = PyUnicode_AsUTF8(arg);
-    if (!path) return nullptr;
-    hvda_gcu::load_runtime(path);
+    hvda_gcu::configure(flavour, name);
+    if (path) hvda_gcu::load_runtime(path);
     Py_RETURN_NONE;
   });
 }
@@ -473,11 +564,13 @@ PyObject* py_synchronize(PyObject*, PyObject* arg) {
 }
 
 PyMethodDef kMethods[] = {
-    {"_init_runtime", py_init_runtime, METH_O, "dlopen the TOPS runtime at the given path"},
-    {"_runtime_path", py_runtime_path, METH_NOARGS, "path of the loaded TOPS runtime, or None"},
-    {"device_count", py_device_count, METH_NOARGS, "number of gcu devices"},
-    {"current_device", py_current_device, METH_NOARGS, "current gcu device of this thread"},
-    {"set_device", py_set_device, METH_O, "set the current gcu device of this thread"},
+    {"_init_runtime", py_init_runtime, METH_VARARGS,
+     "_init_runtime(flavour ('tops'|'cuda'), device_name, path or None): select the flavour "
+     "and device name, then dlopen the runtime at path"},
+    {"_runtime_path", py_runtime_path, METH_NOARGS, "path of the loaded runtime, or None"},
+    {"device_count", py_device_count, METH_NOARGS, "number of devices"},
+    {"current_device", py_current_device, METH_NOARGS, "current device of this thread"},
+    {"set_device", py_set_device, METH_O, "set the current device of this thread"},
     {"synchronize", py_synchronize, METH_O,
      "wait for the default stream of a device (-1: current)"},
     {nullptr, nullptr, 0, nullptr}};
@@ -486,7 +579,8 @@ PyMethodDef kMethods[] = {
 #define HVDA_STR(x) HVDA_STR2(x)
 
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, HVDA_STR(TORCH_EXTENSION_NAME),
-                       "native part of the test-only 'gcu' torch device", -1, kMethods};
+                       "native part of the test-only torch device ('gcu' / 'emucuda')", -1,
+                       kMethods};
 
 } // namespace
 

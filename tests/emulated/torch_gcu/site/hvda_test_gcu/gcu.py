@@ -1,15 +1,21 @@
-"""`torch.gcu`: the device module of the test-only 'gcu' device.
+"""`torch.gcu` / `torch.emucuda`: the device module of the test-only device.
 
-A small subset of what torch_gcu offers. Each device has one stream, the
-runtime's default stream (native handle 0 = NULL); `current_stream()` returns
-it with the native handle in `gcu_stream` / `native_handle`. Random numbers for
-'gcu' tensors come from the CPU generator (random ops run through the CPU
+One module serves both flavours (see __init__.py); `_name` is the device name
+torch knows ('gcu' or 'emucuda') and every message and device check uses it.
+A small subset of what torch_gcu / torch.cuda offer. Each device has one
+stream, the runtime's default stream (native handle 0 = NULL);
+`current_stream()` returns it with the native handle in `native_handle` and
+`<name>_stream` (`gcu_stream`, `emucuda_stream`). Random numbers for device
+tensors come from the CPU generator (random ops run through the CPU
 fallback), so the seeding functions here have nothing of their own to seed.
 """
 import torch
 
 _C = None  # the native extension, set by hvda_test_gcu.install()
-_runtime_lib = None  # absolute path of the loaded TOPS runtime, or None
+_name = "gcu"  # the torch device name, set by hvda_test_gcu.install()
+_runtime_var = "HOROVOD_GCU_RUNTIME_LIB"  # the variable naming the runtime library
+_runtime = "TOPS"  # the runtime's name, for messages
+_runtime_lib = None  # absolute path of the loaded runtime, or None
 
 __all__ = ["is_available", "is_initialized", "init", "device_count", "current_device",
            "set_device", "device", "synchronize", "Stream", "current_stream", "default_stream",
@@ -19,14 +25,16 @@ __all__ = ["is_available", "is_initialized", "init", "device_count", "current_de
 
 def _ext():
     if _C is None:
-        raise RuntimeError("torch.gcu: the native extension is not loaded")
+        raise RuntimeError(f"torch.{_name}: the native extension is not loaded; import torch with "
+                           f"tests/emulated/torch_gcu/site on PYTHONPATH (env.sh)")
     return _C
 
 
 def _require_runtime():
     if _C is None or _C._runtime_path() is None:
-        raise RuntimeError("torch.gcu: the TOPS runtime is not loaded: set HOROVOD_GCU_RUNTIME_LIB "
-                           "to the (emulated) TOPS runtime library before importing torch")
+        raise RuntimeError(f"torch.{_name}: the {_runtime} runtime is not loaded: set "
+                           f"{_runtime_var} to the (emulated) {_runtime} runtime library before "
+                           f"importing torch")
 
 
 def is_available() -> bool:
@@ -59,20 +67,20 @@ def current_device() -> int:
 
 
 def _get_device_index(dev, optional: bool = True) -> int:
-    """Index of `dev` (int, 'gcu', 'gcu:1', torch.device or None = current)."""
+    """Index of `dev` (int, '<name>', '<name>:1', torch.device or None = current)."""
     if dev is None:
         if not optional:
-            raise ValueError("torch.gcu: a device is required")
+            raise ValueError(f"torch.{_name}: a device is required")
         return current_device()
     if isinstance(dev, str):
         dev = torch.device(dev)
     if isinstance(dev, torch.device):
-        if dev.type != "gcu":
-            raise ValueError(f"torch.gcu: expected a gcu device, got {dev}")
+        if dev.type != _name:
+            raise ValueError(f"torch.{_name}: expected a {_name} device, got {dev}")
         return current_device() if dev.index is None else dev.index
     if isinstance(dev, int):
         return current_device() if dev < 0 else dev
-    raise TypeError(f"torch.gcu: invalid device {dev!r}")
+    raise TypeError(f"torch.{_name}: invalid device {dev!r}")
 
 
 def set_device(dev) -> None:
@@ -82,7 +90,7 @@ def set_device(dev) -> None:
 
 
 class device:
-    """Context manager that makes `dev` the current gcu device."""
+    """Context manager that makes `dev` the current device."""
 
     def __init__(self, dev):
         self.idx = -1 if dev is None else _get_device_index(dev)
@@ -108,14 +116,17 @@ def synchronize(dev=None) -> None:
 
 
 class Stream:
-    """The default stream of a gcu device (the only stream there is)."""
+    """The default stream of a device (the only stream there is). The native
+    handle (0 = NULL = the default stream) is in `native_handle` and in
+    `<name>_stream` (`gcu_stream` / `emucuda_stream`), which horovod_accel's
+    torch adapter reads."""
 
     def __init__(self, device=None, priority: int = 0):
-        self.device = torch.device("gcu", _get_device_index(device))
+        self.device = torch.device(_name, _get_device_index(device))
         self.stream_id = 0
         self.priority = priority
-        self.gcu_stream = 0  # native topsStream_t; 0 = NULL = the default stream
-        self.native_handle = self.gcu_stream
+        self.native_handle = 0
+        setattr(self, f"{_name}_stream", self.native_handle)
 
     @property
     def device_index(self) -> int:
@@ -123,7 +134,7 @@ class Stream:
 
     @property
     def device_type(self) -> str:
-        return "gcu"
+        return _name
 
     def synchronize(self) -> None:
         synchronize(self.device)
@@ -136,14 +147,15 @@ class Stream:
         pass  # one stream per device: work is already in order
 
     def __eq__(self, other):
-        return isinstance(other, Stream) and (self.device, self.gcu_stream) == (
-            other.device, other.gcu_stream)
+        return isinstance(other, Stream) and (self.device, self.native_handle) == (
+            other.device, other.native_handle)
 
     def __hash__(self):
-        return hash((self.device, self.gcu_stream))
+        return hash((self.device, self.native_handle))
 
     def __repr__(self):
-        return f"<torch.gcu.Stream device={self.device} gcu_stream={self.gcu_stream:#x}>"
+        return (f"<torch.{_name}.Stream device={self.device} "
+                f"{_name}_stream={self.native_handle:#x}>")
 
 
 def current_stream(device=None) -> Stream:
@@ -161,15 +173,15 @@ class stream:
         self.s = s
 
     def __enter__(self):
-        if self.s is not None and self.s.gcu_stream != 0:
-            raise RuntimeError("torch.gcu: only the default stream exists")
+        if self.s is not None and self.s.native_handle != 0:
+            raise RuntimeError(f"torch.{_name}: only the default stream exists")
         return self.s
 
     def __exit__(self, *exc):
         return False
 
 
-# Random numbers of 'gcu' tensors come from the CPU generator.
+# Random numbers of device tensors come from the CPU generator.
 def manual_seed(seed) -> None:
     pass
 
@@ -190,11 +202,11 @@ def initial_seed() -> int:
     return torch.initial_seed()
 
 
-def get_rng_state(device="gcu") -> torch.Tensor:
+def get_rng_state(device=None) -> torch.Tensor:
     return torch.get_rng_state()
 
 
-def set_rng_state(new_state, device="gcu") -> None:
+def set_rng_state(new_state, device=None) -> None:
     torch.set_rng_state(new_state)
 
 
