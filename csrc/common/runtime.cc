@@ -12,6 +12,7 @@
 #include "common/transport/backend_controller_transport.h"
 #include "common/transport/gloo_controller_transport.h"
 #include "common/util/thread_affinity.h"
+#include "devices/cpu/mpi_backend.h"
 #include "devices/cpu/register.h"
 
 namespace hvda {
@@ -136,9 +137,19 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   const std::string controller = SplitList(config_.GetString("HOROVOD_CONTROLLER")).empty()
                                      ? "gloo"
                                      : SplitList(config_.GetString("HOROVOD_CONTROLLER"))[0];
-  if (controller != "gloo")
+  if (controller != "gloo" && controller != "mpi")
     return Status::InvalidArgument("HOROVOD_CONTROLLER=" + controller +
-                                   " is not available in this build; use gloo (the default).");
+                                   " is not available in this build; use gloo (the default), or "
+                                   "mpi in a job started by mpirun.");
+  mpi_controller_ = controller == "mpi";
+  if (mpi_controller_)
+    HVDA_RETURN_IF_ERROR(cpu::MpiBackend::JobAvailable(config_, "HOROVOD_CONTROLLER=mpi"));
+  // Backends that this process cannot run at all (mpi under horovodrun)
+  // fail here, alike on every rank, before any peer is contacted.
+  for (const std::string& name : SplitList(config_.GetString("HOROVOD_CPU_OPERATIONS")))
+    for (const auto& b : registry_.backends())
+      if (b.name == name && b.device == DeviceKind::kCPU && b.available)
+        HVDA_RETURN_IF_ERROR(b.available(config_));
 
   const double start_timeout = config_.GetFloat("HOROVOD_START_TIMEOUT");
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(start_timeout * 1000));
@@ -267,27 +278,46 @@ Status Runtime::CreateProcessSet(int id, std::vector<int> ranks,
 
     std::vector<std::unique_ptr<CollectiveBackend>> backends;
     CollectiveBackend* control = nullptr;  // first backend that carries_control
+    CollectiveBackend* mpi_control = nullptr;  // the mpi backend, for HOROVOD_CONTROLLER=mpi
     std::string wanted = config_.GetString("HOROVOD_CPU_OPERATIONS");
     for (const std::string& name : SplitList(wanted)) {
       const BackendRegistration* reg = nullptr;
       for (const auto& b : registry_.backends())
         if (b.name == name && b.device == DeviceKind::kCPU) reg = &b;
       if (reg == nullptr) {
-        if (name == "mpi" || name == "ccl" || name == "nccl") continue;  // upstream names not built
+        if (name == "ccl" || name == "nccl") continue;  // upstream names not built
+        std::string known;
+        for (const auto& b : registry_.backends())
+          if (b.device == DeviceKind::kCPU) known += (known.empty() ? "" : ", ") + b.name;
         return Status::InvalidArgument("HOROVOD_CPU_OPERATIONS names '" + name +
-                                       "', which this build does not have; known: shm, gloo.");
+                                       "', which this build does not have; known: " + known + ".");
       }
+      if (reg->available) HVDA_RETURN_IF_ERROR(reg->available(config_));
       if (!reg->usable(spec)) continue;
       spec.prefix = prefix + name + "/";
       std::unique_ptr<CollectiveBackend> backend;
       HVDA_RETURN_IF_ERROR(reg->create(spec, &backend));
       if (reg->carries_control && control == nullptr) control = backend.get();
+      if (name == "mpi" && mpi_control == nullptr) mpi_control = backend.get();
       backends.push_back(std::move(backend));
     }
     if (backends.empty())
       return Status::InvalidArgument("HOROVOD_CPU_OPERATIONS='" + wanted +
                                      "' leaves no usable CPU backend; use e.g. shm,gloo.");
-    if (control != nullptr) {
+    if (mpi_controller_) {
+      // HOROVOD_CONTROLLER=mpi: negotiation over MPI, sharing the data
+      // plane's mpi backend when there is one (safe: this thread issues
+      // control and data in the same order on every rank), else over a
+      // communicator of its own. Paced like Gloo (NOTE [Cycle pacing]).
+      if (mpi_control != nullptr) {
+        ps->transport = std::make_unique<BackendControllerTransport>(mpi_control);
+      } else {
+        spec.prefix = prefix + "ctrl-mpi/";
+        std::unique_ptr<CollectiveBackend> own;
+        HVDA_RETURN_IF_ERROR(cpu::MpiBackend::CreateForJob(spec, &own));
+        ps->transport = std::make_unique<BackendControllerTransport>(std::move(own));
+      }
+    } else if (control != nullptr) {
       ps->transport = std::make_unique<BackendControllerTransport>(control);
       ps->eager_pacing = true;  // NOTE [Cycle pacing]
     } else {
@@ -295,6 +325,13 @@ Status Runtime::CreateProcessSet(int id, std::vector<int> ranks,
       std::shared_ptr<gloo::Context> ctx;
       HVDA_RETURN_IF_ERROR(CreateGlooContext(spec, iface, &ctx));
       ps->transport = std::make_unique<GlooControllerTransport>(ctx);
+    }
+    if (log_.Enabled(LogLevel::kDebug)) {
+      std::string names;
+      for (const auto& b : backends) names += (names.empty() ? "" : ", ") + std::string(b->name());
+      const char* negotiation = mpi_controller_ ? "mpi" : control != nullptr ? control->name() : "gloo";
+      log_.Log(LogLevel::kDebug, "process set " + std::to_string(id) + ": CPU backends " + names +
+                                     "; negotiation over " + negotiation);
     }
     Timeline* tl = topo_.rank == 0 ? &timeline_ : nullptr;
     ps->executor = std::make_unique<Executor>(cpu_device_.get(), std::move(backends), tl);

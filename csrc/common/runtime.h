@@ -129,6 +129,7 @@ class Runtime {
 
   Registry registry_;
   Config config_;
+  bool mpi_controller_ = false;  // HOROVOD_CONTROLLER=mpi (checked at Init)
   Logger log_;
   Accelerators accel_{&log_};
   double accel_timeout_seconds_ = 0;  // HOROVOD_ACCEL_TIMEOUT_SECONDS

@@ -185,8 +185,8 @@ class HorovodBasics:
 
     def mpi_enabled(self):
         """True if this job was formed through MPI (started by mpirun or from
-        an mpi4py communicator). Negotiation and data still run over Gloo and
-        shared memory: the MPI controller is not built yet."""
+        an mpi4py communicator). Negotiation and data run over MPI only when
+        HOROVOD_CONTROLLER=mpi / HOROVOD_CPU_OPERATIONS names mpi."""
         mpi = _mpi.active()
         return mpi is not None and mpi.initialized() and not mpi.finalized()
 
@@ -195,7 +195,7 @@ class HorovodBasics:
         return bool(DEFAULT_RUNTIME.build_info()["mpi_built"])
 
     def gloo_enabled(self):
-        """True if Gloo is used at run time (the only controller of this build)."""
+        """True if Gloo is built (the default controller; HOROVOD_CONTROLLER=mpi under mpirun)."""
         return self.gloo_built()
 
     def gloo_built(self):

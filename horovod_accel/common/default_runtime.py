@@ -58,12 +58,16 @@ class DefaultRuntime:
     def build_info(self):
         """`_core.build_info()` (cached): which controllers/backends/devices are
         built, plus `mpi_flavours`: the MPI families with a shim beside the core
-        (mpirun launch and mpi4py communicators; `mpi_built` when any)."""
+        (mpirun launch and mpi4py communicators; `mpi_built` when any, which also
+        adds "mpi" to the controllers and CPU operations)."""
         if self._build_info is None:
             from horovod_accel.common import mpi  # noqa: PLC0415 (avoids an import cycle)
             info = dict(self.core().build_info())
             info["mpi_flavours"] = mpi.built_flavours()
             info["mpi_built"] = bool(info["mpi_flavours"])
+            if info["mpi_built"]:  # the core's mpi backend/controller run through a shim
+                info["controllers"] = list(info["controllers"]) + ["mpi"]
+                info["cpu_operations"] = list(info["cpu_operations"]) + ["mpi"]
             self._build_info = info
         return self._build_info
 

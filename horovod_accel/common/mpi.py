@@ -26,6 +26,7 @@ _LIBRARIES = {
 _NAMES = {"openmpi": "Open MPI", "mpich": "MPICH"}
 _DEV_PACKAGES = {"openmpi": "libopenmpi-dev", "mpich": "libmpich-dev"}
 THREAD_MULTIPLE = 3  # the shim's numbering of MPI thread levels (MPI's order)
+SHIM_ABI = 2  # HVDA_MPI_SHIM_ABI of csrc/mpi/hvda_mpi_shim.h
 
 
 class MpiError(RuntimeError):
@@ -98,8 +99,11 @@ class Mpi:
                            f"{source}): {'; '.join(errors)}. Point HOROVOD_MPI_LIB at the libmpi "
                            f"of the mpirun you launch with.")
         self._shim = ctypes.CDLL(shim)
-        if self._shim.hvda_mpi_shim_abi() != 1:
-            raise MpiError(f"{shim} has an unknown ABI; reinstall horovod_accel.")
+        self.shim_path = shim
+        abi = self._shim.hvda_mpi_shim_abi()
+        if abi != SHIM_ABI:
+            raise MpiError(f"{shim} has ABI {abi}, this horovod_accel needs {SHIM_ABI} "
+                           f"(csrc/mpi/hvda_mpi_shim.h); reinstall horovod_accel.")
         self._owns_init = False
 
     # ------------------------------------------------------------------ calls
@@ -296,6 +300,11 @@ def bootstrap(comm=None):
         "HOROVOD_GLOO_RENDEZVOUS_ADDR": addr,
         "HOROVOD_GLOO_RENDEZVOUS_PORT": str(root["port"]),
         "_HOROVOD_SECRET_KEY": root["secret"],
+        # For the core's mpi backend and controller (HOROVOD_CPU_OPERATIONS=mpi,
+        # HOROVOD_CONTROLLER=mpi): the shim loaded above, in this process, and
+        # the communicator whose rank i is Horovod rank i.
+        "_HOROVOD_MPI_SHIM": mpi.shim_path,
+        "_HOROVOD_MPI_COMM": str(handle),
     }
     os.environ.update(env)
     return env

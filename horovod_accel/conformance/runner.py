@@ -111,20 +111,30 @@ def resolve_device(name, local_rank):
     return device
 
 
+def planned_size():
+    """The job's size before init(): horovodrun's HOROVOD_SIZE, else the MPI
+    launcher's (a job started by mpirun is formed from MPI by init())."""
+    if "HOROVOD_SIZE" in os.environ:
+        return int(os.environ["HOROVOD_SIZE"])
+    from horovod_accel.common import mpi  # noqa: PLC0415
+    launched = mpi.launcher()
+    return launched[1] if launched is not None else 1
+
+
 def init_horovod(hvd):
     """hvd.init() with the suite's process sets; returns {label: (ProcessSet,
     ranks)} and a description. The 'ends' set ([0, size-1], size >= 3) is
     registered statically through init(process_sets=[...]); the 'tail' set
     (ranks 1..size-1, size >= 2) dynamically with add_process_set after init
     (HOROVOD_DYNAMIC_PROCESS_SETS=1, set here before init)."""
-    size = int(os.environ.get("HOROVOD_SIZE", "1"))
+    size = planned_size()
     planned = process_set_ranks(size)
     static = [hvd.ProcessSet(ranks) for _, ranks, how in planned if how == "static"]
     if size >= 2:
         os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
     hvd.init(process_sets=static)
     if hvd.size() != size:
-        raise RuntimeError(f"HOROVOD_SIZE={size} but hvd.size() is {hvd.size()}")
+        raise RuntimeError(f"the launcher started {size} processes but hvd.size() is {hvd.size()}")
     sets, statics, described = {}, iter(static), []
     for label, ranks, how in planned:
         if how == "global":
@@ -235,7 +245,7 @@ def main(argv=None):
     rank_env = int(os.environ.get("HOROVOD_RANK", "0"))
     if args.list:
         if rank_env == 0:
-            cases = [c for c in build_cases(int(os.environ.get("HOROVOD_SIZE", "1")), args.quick)
+            cases = [c for c in build_cases(planned_size(), args.quick)
                      if args.filter is None or args.filter in c.name]
             print("\n".join(c.name for c in cases))
         return 0

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from launch_util import REPO, run
+from launch_util import REPO, horovodrun_script, run
 
 SCRIPTS = REPO / "tests" / "python" / "mpi_scripts"
 _MPIRUN = {"openmpi": "mpirun.openmpi", "mpich": "mpirun.mpich"}
@@ -118,3 +118,65 @@ def test_horovodrun_mpi_launches_through_mpirun(tmp_path):
              "--mpi-args=--oversubscribe", "--cycle-time-ms", "2", sys.executable,
              SCRIPTS / "mpi_job.py", "--expect-env", "HOROVOD_CYCLE_TIME=2.0"], timeout=180)
     ok_lines(r, 3)
+
+
+# ---------------------------------------------------------------------------
+# MPI as the CPU data plane and controller (HOROVOD_CPU_OPERATIONS=mpi,
+# HOROVOD_CONTROLLER=mpi; docs/design/mpi.md).
+
+_CONFORMANCE_FINAL = re.compile(r"^conformance: (\d+) passed, (\d+) failed$", re.M)
+
+
+def _mpi_env_args(flavour, **env):
+    """Variables for the ranks: Open MPI forwards only what -x names; Hydra
+    passes the whole environment (run() sets env for both)."""
+    if flavour != "openmpi":
+        return []
+    return [a for k in env for a in ("-x", k)]
+
+
+@pytest.mark.parametrize("flavour", ["openmpi", "mpich"])
+@pytest.mark.parametrize("np_", [2, 3])
+def test_conformance_over_mpi_data_plane_and_controller(flavour, np_, tmp_path):
+    timeline = tmp_path / "timeline.json"
+    env = {"HOROVOD_CPU_OPERATIONS": "mpi,gloo", "HOROVOD_CONTROLLER": "mpi",
+           "HOROVOD_LOG_LEVEL": "debug", "HOROVOD_TIMELINE": str(timeline)}
+    cmd = (mpirun(flavour) + _mpi_env_args(flavour, **env) + ["-np", str(np_), sys.executable,
+           "-m", "horovod_accel.conformance", "--device", "cpu", "--quick"])
+    r = run(cmd, timeout=240, **env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    # Under mpirun the ranks' output is not prefixed; only rank 0 prints the summary.
+    finals = _CONFORMANCE_FINAL.findall(r.stdout)
+    assert len(finals) == 1, out[-6000:]
+    passed, failed = map(int, finals[0])
+    assert failed == 0 and passed > 0, out[-6000:]
+    announced = re.search(r"^conformance: device .*; (\d+) cases \(", r.stdout, re.M)
+    assert announced and int(announced.group(1)) == passed, out[-6000:]
+    # Every rank built the global set on mpi (then gloo) and negotiates over MPI.
+    made = re.findall(r"rank (\d+)\] process set 0: CPU backends mpi, gloo; negotiation over mpi",
+                      r.stderr)
+    assert sorted(map(int, made)) == list(range(np_)), out[-6000:]
+    # Rank 0's timeline names the backend that ran each op: MPI ran every
+    # kind of op, Gloo only the reductions MPI has no type for (fp16, bf16).
+    activities = set(re.findall(r'"([A-Z]+)_([A-Z]+)"', timeline.read_text()))
+    for kind in ("ALLREDUCE", "ALLGATHER", "BCAST", "ALLTOALL", "REDUCESCATTER"):
+        assert ("MPI", kind) in activities, sorted(activities)
+    assert {b for b, _ in activities} <= {"MPI", "GLOO", "NEGOTIATE"}, sorted(activities)
+
+
+def test_mpi_operations_under_horovodrun_is_a_clear_error():
+    r = horovodrun_script(2, SCRIPTS / "mpi_job.py", timeout=120, HOROVOD_CPU_OPERATIONS="gloo,mpi")
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out[-4000:]
+    assert "HOROVOD_CPU_OPERATIONS=mpi needs a job started by mpirun" in out, out[-4000:]
+
+
+def test_mpi_controller_without_mpirun_is_a_clear_error():
+    # horovodrun sets HOROVOD_CONTROLLER=gloo for its ranks (as upstream's
+    # Gloo launcher does); a process started by hand gets the core's check.
+    r = run([sys.executable, "-c", "import horovod.torch as hvd; hvd.init()"], timeout=60,
+            HOROVOD_CONTROLLER="mpi")
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out[-4000:]
+    assert "HOROVOD_CONTROLLER=mpi needs a job started by mpirun" in out, out[-4000:]

@@ -136,3 +136,24 @@ def test_mpirun_across_hosts(flavour, tmp_path):
         got = reports(r, 4)
     assert got == {0: ("hostA", "0/2", "0/2"), 1: ("hostA", "1/2", "0/2"),
                    2: ("hostB", "0/2", "1/2"), 3: ("hostB", "1/2", "1/2")}, got
+
+
+def test_mpirun_across_hosts_over_mpi_data_plane_and_controller():
+    """Open MPI across 2 hosts x 2 ranks with HOROVOD_CPU_OPERATIONS=shm,mpi
+    (plus gloo for the bfloat16 reductions of host_job.py, which MPI has no
+    type for) and HOROVOD_CONTROLLER=mpi: the global set spans hosts, so shm
+    steps aside and MPI runs its collectives and its negotiation; every
+    rank's debug line says so."""
+    env = {"HOROVOD_CPU_OPERATIONS": "shm,mpi,gloo", "HOROVOD_CONTROLLER": "mpi",
+           "HOROVOD_LOG_LEVEL": "debug"}
+    with netns_hosts.NetnsHosts(2) as hs:
+        a, b = hs.hosts
+        cmd = (_mpirun("openmpi", hs, f"{a.addr}:2,{b.addr}:2", 4)
+               + [arg for k in env for arg in ("-x", k)] + [sys.executable, JOB, "--hosts", 2])
+        r = run_on(hs, cmd, 240, **env)
+        got = reports(r, 4)
+    assert got == {0: ("hostA", "0/2", "0/2"), 1: ("hostA", "1/2", "0/2"),
+                   2: ("hostB", "0/2", "1/2"), 3: ("hostB", "1/2", "1/2")}, got
+    made = re.findall(r"rank (\d+)\] process set 0: CPU backends mpi, gloo; negotiation over mpi",
+                      r.stderr)
+    assert sorted(map(int, made)) == [0, 1, 2, 3], (r.stdout + r.stderr)[-6000:]

@@ -17,6 +17,11 @@ namespace hvda {
 struct BackendRegistration {
   std::string name;  // matches HOROVOD_CPU_OPERATIONS / HOROVOD_GPU_OPERATIONS entries
   DeviceKind device = DeviceKind::kCPU;
+  // Optional: whether this process can run the backend at all (e.g. mpi
+  // needs a job started by mpirun). Checked when the user names it; a non-OK
+  // Status is the error the user sees, saying what to do. Same answer on
+  // every rank.
+  std::function<Status(const Config&)> available;
   // Whether this backend can serve the communicator at all (e.g. shm needs
   // every rank on this host). Must give the same answer on every rank.
   std::function<bool(const CommunicatorSpec&)> usable;

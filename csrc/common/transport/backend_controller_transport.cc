@@ -20,6 +20,11 @@ Status Annotate(const Status& st, const char* what) {
 BackendControllerTransport::BackendControllerTransport(CollectiveBackend* backend)
     : backend_(backend), frames_(static_cast<size_t>(kFrameBytes) * backend->size()) {}
 
+BackendControllerTransport::BackendControllerTransport(std::unique_ptr<CollectiveBackend> owned)
+    : BackendControllerTransport(owned.get()) {
+  owned_ = std::move(owned);
+}
+
 Status BackendControllerTransport::AllgatherMessages(const std::string& mine,
                                                      std::vector<std::string>* all) {
   const int n = size();

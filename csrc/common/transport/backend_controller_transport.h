@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "common/hal/collective_backend.h"
@@ -20,6 +21,9 @@ class BackendControllerTransport : public ControllerTransport {
   // backend: borrowed; must outlive this transport and be used only from the
   // thread that calls this transport.
   explicit BackendControllerTransport(CollectiveBackend* backend);
+  // Owning: a backend of its own (e.g. the mpi controller's communicator
+  // when the data plane does not use MPI).
+  explicit BackendControllerTransport(std::unique_ptr<CollectiveBackend> owned);
   int rank() const override { return backend_->rank(); }
   int size() const override { return backend_->size(); }
   Status Gather(const std::string& mine, std::vector<std::string>* all) override;
@@ -32,6 +36,7 @@ class BackendControllerTransport : public ControllerTransport {
   // message does not fit its frame.
   Status AllgatherMessages(const std::string& mine, std::vector<std::string>* all);
 
+  std::unique_ptr<CollectiveBackend> owned_;  // null when borrowed
   CollectiveBackend* backend_;
   std::vector<char> frames_;          // scratch: size() frames
   std::vector<uint64_t> bits_all_;    // scratch of BitAnd: every rank's vector

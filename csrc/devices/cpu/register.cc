@@ -6,6 +6,7 @@
 #include "devices/cpu/gloo_backend.h"
 #include "devices/cpu/hierarchical_backend.h"
 #include "devices/cpu/host_device.h"
+#include "devices/cpu/mpi_backend.h"
 #include "devices/cpu/shm_backend.h"
 #include "common/util/config.h"
 
@@ -74,6 +75,19 @@ void RegisterCpuDevice(Registry* registry) {
     return cpu::GlooBackend::Create(spec, iface, out);
   };
   registry->AddBackend(std::move(gloo));
+
+  // The launcher's MPI, in a job started by mpirun (mpi_backend.h); named
+  // explicitly only (not in the default list). Usable for any layout once
+  // available, which hvd.init() decides alike on every rank.
+  BackendRegistration mpi;
+  mpi.name = "mpi";
+  mpi.device = DeviceKind::kCPU;
+  mpi.available = [](const Config& config) {
+    return cpu::MpiBackend::JobAvailable(config, "HOROVOD_CPU_OPERATIONS=mpi");
+  };
+  mpi.usable = [](const CommunicatorSpec&) { return true; };
+  mpi.create = cpu::MpiBackend::CreateForJob;
+  registry->AddBackend(std::move(mpi));
 }
 
 }  // namespace hvda
