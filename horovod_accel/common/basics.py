@@ -38,8 +38,9 @@ class HorovodBasics:
 
         comm: None (all ranks), an mpi4py communicator (its ranks form the
             job, each sub-communicator its own; MPI bootstrap, see
-            docs/design/mpi.md), or a list of ranks that must cover the whole
-            job (subsets need the MPI controller -> ValueError).
+            docs/design/mpi.md), or a list of ranks: under mpirun, the
+            MPI_COMM_WORLD ranks that form the job (only they call init);
+            under horovodrun it must cover the whole job (else ValueError).
         process_sets: None, a list of `ProcessSet` (registered in addition to
             the global set; duplicates -> ValueError), or "dynamic" (sets
             HOROVOD_DYNAMIC_PROCESS_SETS=1 so add/remove_process_set work).
@@ -95,10 +96,12 @@ class HorovodBasics:
             raise ValueError(f"init(comm=...) takes an mpi4py communicator or a list of ranks, "
                              f"got {type(comm).__name__}.")
         ranks = sorted(comm)
+        if os.environ.get("_HOROVOD_MPI_BOOTSTRAP"):
+            return  # under mpirun the listed ranks formed the job (mpi.bootstrap)
         if size is not None and ranks and ranks != list(range(size)):
             raise ValueError(f"init(comm={list(comm)}) would run Horovod on a subset of the "
-                             f"{size} launched ranks, which needs the MPI controller (not in this "
-                             f"build). Pass an mpi4py sub-communicator, launch only the ranks you "
+                             f"{size} ranks horovodrun launched; a list of ranks selects a "
+                             f"subset only in jobs started by mpirun. Launch only the ranks you "
                              f"need, or use a ProcessSet.")
 
     @staticmethod

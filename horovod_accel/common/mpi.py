@@ -163,6 +163,13 @@ class Mpi:
     def split(self, comm, color, key):
         return self._int("comm_split", ctypes.c_int(comm), ctypes.c_int(color), ctypes.c_int(key))
 
+    def create_group(self, comm, ranks, tag):
+        """A communicator of `ranks` (ranks of comm, in that order); collective
+        over those ranks only."""
+        arr = (ctypes.c_int * len(ranks))(*ranks)
+        return self._int("comm_create_group", ctypes.c_int(comm), arr, ctypes.c_int(len(ranks)),
+                         ctypes.c_int(tag))
+
     def free(self, comm):
         self._call("comm_free", ctypes.c_int(comm))
 
@@ -209,10 +216,35 @@ def is_communicator(comm):
     return comm is not None and hasattr(comm, "py2f") and hasattr(comm, "Get_size")
 
 
+_RANK_LIST_TAG = 3127  # MPI_Comm_create_group tag of init(comm=[ranks])
+_RANK_LIST_COMMS = []  # communicators made for init(comm=[ranks]): alive until exit
+
+
+def _rank_list_comm(ranks, mpi):
+    """The communicator of MPI_COMM_WORLD ranks `ranks` (upstream's
+    init(comm=[ranks])); only those ranks may ask for it."""
+    world = mpi.comm_world()
+    world_rank, world_size = mpi.rank(world), mpi.size(world)
+    ranks = sorted(int(r) for r in ranks)
+    if not ranks or len(set(ranks)) != len(ranks) or ranks[0] < 0 or ranks[-1] >= world_size:
+        raise ValueError(f"init(comm={ranks}) must list distinct ranks of the {world_size} "
+                         f"MPI processes (0..{world_size - 1}).")
+    if world_rank not in ranks:
+        raise ValueError(f"init(comm={ranks}) was called by MPI rank {world_rank}, which is not "
+                         f"in the list: only the listed ranks form that job. Call init() with a "
+                         f"list that includes this rank (e.g. its own group's), or not at all.")
+    handle = mpi.create_group(world, ranks, _RANK_LIST_TAG)
+    _RANK_LIST_COMMS.append(handle)
+    return handle
+
+
 def _comm_handle(comm, mpi):
-    """Fortran handle of an mpi4py communicator (MPI_COMM_WORLD for None)."""
+    """Fortran handle of the job's communicator: MPI_COMM_WORLD for None, an
+    mpi4py communicator's own, or a new one for a list of world ranks."""
     if comm is None:
         return mpi.comm_world()
+    if not is_communicator(comm) and isinstance(comm, (list, tuple, range)):
+        return _rank_list_comm(comm, mpi)
     py2f = getattr(comm, "py2f", None)
     if py2f is None:
         raise ValueError(f"init(comm=...) takes an mpi4py communicator or a list of ranks, got "
@@ -250,7 +282,8 @@ _STORES = []  # the rendezvous store servers this process hosts, alive until exi
 
 def bootstrap(comm=None):
     """Forms the Horovod job from MPI: the ranks of `comm` (default
-    MPI_COMM_WORLD; an mpi4py communicator) become ranks 0..n-1, with local
+    MPI_COMM_WORLD; an mpi4py communicator; a list of MPI_COMM_WORLD ranks,
+    of which this process must be one) become ranks 0..n-1, with local
     ranks from MPI's shared-memory split and cross ranks across hosts. Rank 0
     serves the rendezvous store the core connects to; its address reaches
     the others by MPI_Bcast. Sets the HOROVOD_* variables horovodrun would set

@@ -25,7 +25,8 @@ class ProcessSet:
         if not is_iterable(ranks_or_comm):
             raise ValueError(
                 "ProcessSet needs a list of process ranks; building one from an MPI communicator "
-                "needs the MPI controller, which this build of horovod_accel does not have.")
+                "is not supported by horovod_accel yet: pass the Horovod ranks of its members "
+                "(e.g. hvd.allgather_object(hvd.rank()) among them).")
         ranks = sorted(ranks_or_comm)
         if any(isinstance(r, bool) or not isinstance(r, int) for r in ranks):
             raise ValueError(f"ProcessSet should be initialized with a list of process ranks (ints), "

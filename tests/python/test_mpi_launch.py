@@ -85,6 +85,16 @@ def test_mpi4py_sub_communicators_run_independent_jobs():
     ok_lines(run(cmd, timeout=180), 4, word="world")
 
 
+@pytest.mark.parametrize("flavour", ["openmpi", "mpich"])
+def test_init_with_a_list_of_ranks(flavour):
+    """Upstream's init(comm=[ranks]) under mpirun: the listed MPI ranks form
+    a job (two jobs of 2 at np 4); a rank not in its list is a ValueError."""
+    cmd = mpirun(flavour) + ["-np", "4", sys.executable, SCRIPTS / "rank_list_job.py"]
+    lines = ok_lines(run(cmd, timeout=180), 4, word="world")
+    assert sorted(lines) == ["sub 0/2 sum 2", "sub 0/2 sum 4", "sub 1/2 sum 2",
+                             "sub 1/2 sum 4"], lines
+
+
 def test_library_of_another_mpi_is_a_clear_error(tmp_path):
     # MPICH's launcher, Open MPI's library: MPI would see a size-1 job.
     cmd = mpirun("mpich") + ["-np", "2"] + run_sh(tmp_path, SCRIPTS / "mpi_job.py")
