@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 need_pkgs=()
-for p in libgloo-dev libgtest-dev g++ make openmpi-bin libopenmpi-dev mpich libmpich-dev; do
+# iproute2: the namespace hosts of the multi-host tests (tests/multihost).
+for p in libgloo-dev libgtest-dev g++ make openmpi-bin libopenmpi-dev mpich libmpich-dev iproute2; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -58,11 +58,11 @@ def unavailable_reason():
             return f"'{tool}' is not installed (iproute2 / util-linux)"
     if os.geteuid() != 0:
         return "creating network namespaces needs root"
-    name = f"hvda_probe_{os.getpid()}"
-    r = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True, timeout=30)
-    if r.returncode != 0:
-        return f"'ip netns add' failed here: {r.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30)
+    try:  # the whole setup, once: namespaces, veth, bridge, UTS, tmpfs mount
+        with NetnsHosts(1):
+            pass
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        return f"namespace hosts cannot be made here: {e}"
     return None
 
 
