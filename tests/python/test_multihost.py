@@ -64,9 +64,13 @@ def test_horovodrun_two_hosts_by_address(hierarchical):
                                                 "HOROVOD_HIERARCHICAL_ALLGATHER": hierarchical}
     with netns_hosts.NetnsHosts(2) as hs:  # host names resolve nowhere
         a, b = hs.hosts
-        got = reports(horovodrun(hs, f"{a.addr}:2,{b.addr}:2", **env), 4)
+        r = horovodrun(hs, f"{a.addr}:2,{b.addr}:2", **env)
+        got = reports(r, 4)
     assert got == {0: ("hostA", "0/2", "0/2"), 1: ("hostA", "1/2", "0/2"),
                    2: ("hostB", "0/2", "1/2"), 3: ("hostB", "1/2", "1/2")}, got
+    # The backend that served the global set (shm steps aside: it spans hosts).
+    want = "gloo" if hierarchical == "0" else "hierarchical"
+    assert re.findall(r"backends (\S+) ", r.stdout) == [want] * 4, r.stdout[-3000:]
 
 
 def test_horovodrun_two_hosts_by_name_trains():
@@ -154,6 +158,7 @@ def test_mpirun_across_hosts_over_mpi_data_plane_and_controller():
         got = reports(r, 4)
     assert got == {0: ("hostA", "0/2", "0/2"), 1: ("hostA", "1/2", "0/2"),
                    2: ("hostB", "0/2", "1/2"), 3: ("hostB", "1/2", "1/2")}, got
-    made = re.findall(r"rank (\d+)\] process set 0: CPU backends mpi, gloo; negotiation over mpi",
+    made = re.findall(r"rank (\d+)\] process set 0: CPU backends mpi, hierarchical; "
+                      r"negotiation over mpi",
                       r.stderr)
     assert sorted(map(int, made)) == [0, 1, 2, 3], (r.stdout + r.stderr)[-6000:]

@@ -42,10 +42,10 @@ const std::vector<ConfigOption>& ConfigOptions() {
       {"HOROVOD_DYNAMIC_PROCESS_SETS", ConfigType::kBool, "0", "allow add/remove_process_set"},
       {"HOROVOD_LOG_LEVEL", ConfigType::kString, "WARNING", "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL"},
       {"HOROVOD_LOG_HIDE_TIME", ConfigType::kBool, "0", "omit timestamps in log lines"},
-      {"HOROVOD_HIERARCHICAL_ALLREDUCE", ConfigType::kBool, "0",
+      {"HOROVOD_HIERARCHICAL_ALLREDUCE", ConfigType::kBool, "",
        "allreduce over hosts in two levels (shm per host, Gloo between hosts); unset: on when "
        "the ranks span hosts with several ranks on one"},
-      {"HOROVOD_HIERARCHICAL_ALLGATHER", ConfigType::kBool, "0",
+      {"HOROVOD_HIERARCHICAL_ALLGATHER", ConfigType::kBool, "",
        "allgather over hosts in two levels, like HOROVOD_HIERARCHICAL_ALLREDUCE"},
       {"HOROVOD_SHM_SEGMENT_BYTES", ConfigType::kInt, "4194304",
        "bytes of shared memory per rank used by the shm backend"},

@@ -51,7 +51,9 @@ class HierarchicalBackend : public CollectiveBackend {
                        int64_t shm_segment_bytes, HierarchicalLevels levels,
                        std::unique_ptr<CollectiveBackend>* out);
 
-  const char* name() const override { return "gloo"; }
+  // Its own name (timeline activities HIERARCHICAL_*, backend reports),
+  // though HOROVOD_CPU_OPERATIONS selects it as "gloo".
+  const char* name() const override { return "hierarchical"; }
   int rank() const override { return flat_->rank(); }
   int size() const override { return flat_->size(); }
   bool Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const override {

@@ -11,12 +11,14 @@ at that training step. Prints one "rank R ok ..." line per rank.
 """
 import argparse
 import os
-import signal
 import sys
 
 import torch
 
 import horovod.torch as hvd
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "job_lib"))
+from blob_training import train  # noqa: E402
 
 
 def check_topology():
@@ -28,34 +30,6 @@ def check_topology():
     assert hvd.mpi_enabled() and hvd.mpi_built()
     total = hvd.allreduce(torch.tensor([rank + 1.0]), op=hvd.Sum, name="topology")
     assert total.item() == size * (size + 1) / 2, total
-
-
-def train(die_at):
-    torch.manual_seed(1234 + hvd.rank())  # different init everywhere: broadcast must fix it
-    g = torch.Generator().manual_seed(0)
-    centers = torch.randn(4, 16, generator=g) * 2.0
-    labels = torch.randint(0, 4, (2048,), generator=g)
-    x = centers[labels] + torch.randn(2048, 16, generator=g)
-    x, labels = x[hvd.rank()::hvd.size()], labels[hvd.rank()::hvd.size()]
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05),
-                                   named_parameters=model.named_parameters())
-    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-    losses = []
-    for step in range(60):
-        if step == die_at and hvd.rank() == 1:
-            os.kill(os.getpid(), signal.SIGKILL)
-        i = (step * 64) % (len(x) - 64)
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x[i:i + 64]), labels[i:i + 64])
-        loss.backward()
-        opt.step()
-        losses.append(hvd.allreduce(loss.detach(), name="loss").item())
-    assert losses[-1] < 0.5 * losses[0], f"loss did not fall: {losses[0]} -> {losses[-1]}"
-    flat = torch.cat([p.detach().flatten() for p in model.parameters()])
-    every = hvd.allgather(flat.unsqueeze(0), name="params")
-    assert all(torch.equal(every[0], every[r]) for r in range(hvd.size())), "parameters differ"
-    return losses[0], losses[-1]
 
 
 def main():
@@ -72,7 +46,7 @@ def main():
     check_topology()
     detail = ""
     if a.train:
-        first, last = train(a.die_at)
+        first, last = train(a.die_at, dying_rank=1)
         detail = f" loss {first:.3f} -> {last:.3f}, parameters agree"
     sys.stdout.write(f"rank {hvd.rank()} ok size {hvd.size()} threads "
                      f"{hvd.mpi_threads_supported()}{detail}\n")  # one write: no interleaving

@@ -16,17 +16,21 @@ Checks, on every rank:
   - --train, after those: a small MLP with DistributedOptimizer; the loss
     falls and every rank ends with identical parameters. --die-at: the last
     rank SIGKILLs itself at that step.
-Prints one "rank R ok host H local L/LS cross C/CS" line per rank.
+Prints one "rank R ok host H local L/LS cross C/CS backends B ..." line per rank
+(B: the CPU backends of the global process set).
 """
 import argparse
 import os
-import signal
 import socket
 import sys
 
 import torch
 
 import horovod.torch as hvd
+from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "job_lib"))
+from blob_training import train  # noqa: E402
 
 
 def check_topology(n_hosts):
@@ -93,34 +97,6 @@ def check_collectives():
     expect_close(rs, torch.full((4, 3), float(size)), "reducescatter")
 
 
-def train(die_at):
-    torch.manual_seed(1234 + hvd.rank())  # different init everywhere: broadcast must fix it
-    g = torch.Generator().manual_seed(0)
-    centers = torch.randn(4, 16, generator=g) * 2.0
-    labels = torch.randint(0, 4, (2048,), generator=g)
-    x = centers[labels] + torch.randn(2048, 16, generator=g)
-    x, labels = x[hvd.rank()::hvd.size()], labels[hvd.rank()::hvd.size()]
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05),
-                                   named_parameters=model.named_parameters())
-    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-    losses = []
-    for step in range(60):
-        if step == die_at and hvd.rank() == hvd.size() - 1:
-            os.kill(os.getpid(), signal.SIGKILL)
-        i = (step * 64) % (len(x) - 64)
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x[i:i + 64]), labels[i:i + 64])
-        loss.backward()
-        opt.step()
-        losses.append(hvd.allreduce(loss.detach(), name="loss").item())
-    assert losses[-1] < 0.5 * losses[0], f"loss did not fall: {losses[0]} -> {losses[-1]}"
-    flat = torch.cat([p.detach().flatten() for p in model.parameters()])
-    every = hvd.allgather(flat.unsqueeze(0), name="params")
-    assert all(torch.equal(every[0], every[r]) for r in range(hvd.size())), "parameters differ"
-    return losses[0], losses[-1]
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--hosts", type=int, required=True)
@@ -132,10 +108,11 @@ def main():
     check_collectives()
     detail = " collectives agree"
     if a.train:
-        first, last = train(a.die_at)
+        first, last = train(a.die_at, dying_rank=hvd.size() - 1)
         detail += f", loss {first:.3f} -> {last:.3f}, parameters agree"
+    backends = ",".join(DEFAULT_RUNTIME.runtime().backends())  # of the global process set
     sys.stdout.write(f"rank {hvd.rank()} ok host {host} local {local}/{local_size} "
-                     f"cross {cross}/{cross_size}{detail}\n")  # one write: no interleaving
+                     f"cross {cross}/{cross_size} backends {backends}{detail}\n")  # one write: no interleaving
     sys.stdout.flush()
     hvd.shutdown()
 
