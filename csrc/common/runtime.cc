@@ -239,6 +239,9 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
     failure_ = Status::OK();
   }
   shutdown_requested_ = false;
+  loop_ended_ = false;
+  inline_cycles_ = config_.GetBool("HOROVOD_INLINE_CYCLES");
+  NewCycleDriver();
   initialized_ = true;
   thread_ = std::thread([this] { BackgroundLoop(); });
   if (affinity_core >= 0) {
@@ -350,204 +353,6 @@ Status Runtime::CreateProcessSet(int id, std::vector<int> ranks,
   return Status::OK();
 }
 
-void Runtime::Wake() {
-  {
-    std::lock_guard<std::mutex> lock(wake_mu_);
-    wake_pending_ = true;
-  }
-  wake_cv_.notify_one();
-}
-
-// NOTE [Cycle pacing]: a cycle is a collective, so ranks run cycles in
-// lockstep. An idle rank sleeps HOROVOD_CYCLE_TIME between cycles unless an
-// enqueue wakes it. A rank with unanswered requests starts its next cycle at
-// once instead: otherwise, when a peer's cycle missed this rank's request by a
-// moment, the peer's next cycle (started by its own enqueue) would wait a whole
-// cycle time for this rank to wake up. Ranks that are all waiting on each other
-// without progress fall back to the normal pace after kEagerWindow, so a real
-// stall does not spin the CPU. Only sets whose negotiation is cheap (a
-// shared-memory control transport, microseconds per cycle) pace eagerly; over
-// Gloo's TCP transport measurements showed eager cycles crowding out the
-// ranks' own threads on small hosts (4 KiB latency 0.4 ms -> 2.6 ms).
-// Conversely, while *every* rank has nothing in flight (the global set's
-// cycle ANDs an idle bit, so all ranks agree), the sleep doubles per idle
-// cycle up to 16x HOROVOD_CYCLE_TIME: idle cycles cost the training threads
-// CPU time, and backing off adds no latency because every rank that submits
-// an op wakes its own background thread at once.
-void Runtime::BackgroundLoop() {
-  constexpr auto kEagerWindow = std::chrono::milliseconds(5);
-  constexpr int kMaxIdleDoublings = 4;
-  const auto cycle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double, std::milli>(config_.GetFloat("HOROVOD_CYCLE_TIME")));
-  auto last = std::chrono::steady_clock::now();
-  auto last_progress = last;
-  bool eager = false;
-  int idle_cycles = 0;
-  while (true) {
-    bool poll_only = false;
-    {
-      std::unique_lock<std::mutex> lock(wake_mu_);
-      const auto sleep = cycle * (1 << std::min(idle_cycles, kMaxIdleDoublings));
-      if (!eager)
-        wake_cv_.wait_until(lock, last + sleep, [&] {
-          return wake_pending_ || completion_pending_ || shutdown_requested_.load();
-        });
-      // Device work finished while nothing new was enqueued: complete it
-      // without a negotiation cycle (which would be collective).
-      poll_only = !eager && completion_pending_ && !wake_pending_ && !shutdown_requested_ &&
-                  std::chrono::steady_clock::now() < last + sleep;
-      wake_pending_ = false;
-      completion_pending_ = false;
-    }
-    if (poll_only) {
-      if (!PollDeviceWork()) return;
-      continue;
-    }
-    last = std::chrono::steady_clock::now();
-    if (timeline_.enabled()) timeline_.MarkCycleStart();
-    bool waiting = false, progressed = false, all_idle = false;
-    if (!RunCycle(&waiting, &progressed, &all_idle)) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (progressed || !waiting) last_progress = now;
-    eager = waiting && now - last_progress < kEagerWindow;
-    idle_cycles = all_idle ? idle_cycles + 1 : 0;
-  }
-}
-
-bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
-  std::vector<ProcessSetState*> sets;
-  bool locally_idle = true;  // nothing in flight in any set of this rank
-  {
-    std::lock_guard<std::mutex> lock(sets_mu_);
-    for (auto& kv : sets_) {
-      locally_idle &= kv.second->queue.InFlight() == 0;
-      if (kv.second->member()) sets.push_back(kv.second.get());
-    }
-  }
-  // NOTE [Deadlock detection] (coordinator.h): this rank's stuck bit goes
-  // into the global set's cycle; the ANDed verdict into every other set's.
-  bool stuck = deadlock_seconds_ > 0 && activity_->Stuck(deadlock_seconds_);
-  for (size_t i = 0; stuck && i < sets.size(); ++i)
-    stuck = sets[i]->removed || !sets[i]->controller->has_unsent();
-  bool stop = false;
-  std::vector<int64_t> shutdown_ranks;
-  for (ProcessSetState* ps : sets) {
-    if (ps->removed) continue;
-    std::vector<Request> reqs;
-    ps->queue.PopNewRequests(&reqs);
-    ResponseList list;
-    const bool is_global = ps->id == 0;
-    Status st = ps->controller->ComputeResponseList(
-        std::move(reqs), is_global && shutdown_requested_, &list, is_global && locally_idle,
-        stuck);
-    if (is_global) {
-      *all_idle = ps->controller->all_idle();
-      stuck = ps->controller->all_stuck();
-    }
-    if (!st.ok()) {
-      FailEverything(st);
-      return false;
-    }
-    *progressed |= !list.responses.empty();
-    for (const Response& r : list.responses) {
-      if (r.type == ResponseType::kAddProcessSet || r.type == ResponseType::kRemoveProcessSet) {
-        HandleProcessSetResponse(r, ps);
-        continue;
-      }
-      // Errors, joins and barriers only complete Works: the CPU executor.
-      const bool on_device = r.device >= 0 && r.type != ResponseType::kError &&
-                             r.type != ResponseType::kJoin && r.type != ResponseType::kBarrier;
-      Executor* ex = ps->executor.get();
-      st = on_device ? DeviceExecutor(ps, &ex) : Status::OK();
-      if (st.ok()) st = ex->Execute(r, &ps->queue);
-      if (!st.ok()) {
-        FailEverything(st);
-        return false;
-      }
-    }
-    st = ps->executor->PollCompletions();
-    if (st.ok() && ps->device_executor) {
-      st = ps->device_executor->PollCompletions();
-      if (st.ok()) st = ps->device_executor->CheckHealth(accel_timeout_seconds_);
-    }
-    if (!st.ok()) {
-      FailEverything(st);
-      return false;
-    }
-    // In-flight device work is awaited through its completion callback
-    // (WakeForCompletion); only devices without one need eager cycles.
-    *waiting |= (ps->eager_pacing && ps->controller->pending() > 0) || ps->executor->HasInflight() ||
-                (ps->device_executor && ps->device_executor->HasInflight() &&
-                 !ps->device_executor->NotifiesCompletion());
-    if (is_global && list.shutdown) {
-      stop = true;
-      shutdown_ranks = list.shutdown_ranks;
-      break;  // every rank sees the global set's flag in the same cycle
-    }
-  }
-  retired_sets_.clear();
-  if (stop) {
-    std::string who;
-    for (size_t i = 0; i < shutdown_ranks.size(); ++i)
-      who += (i ? ", " : "") + std::to_string(shutdown_ranks[i]);
-    FailEverything(Status::Aborted(
-        who.empty()
-            ? "Horovod has been shut down by the stall inspector "
-              "(HOROVOD_STALL_SHUTDOWN_TIME_SECONDS); check the output of every rank."
-            : "Horovod has been shut down: rank " + who +
-                  " called hvd.shutdown() (explicitly, at exit, or after an exception), which "
-                  "ends this job generation and fails its operations. Call hvd.init() to start "
-                  "a new one; check the output of every rank."));
-    return false;
-  }
-  return true;
-}
-
-void Runtime::FailEverything(const Status& st) {
-  Status failure = st;
-  {
-    std::lock_guard<std::mutex> lock(failure_mu_);
-    if (failure_.ok()) failure_ = st;
-    failure = failure_;
-  }
-  if (st.code() != StatusCode::kAborted || st.reason().find("shut down") == std::string::npos)
-    log_.Log(LogLevel::kError, "background loop stopped: " + st.reason());
-  std::lock_guard<std::mutex> lock(sets_mu_);
-  for (auto& kv : sets_) {
-    // Device work of healthy peers finishes in moments; work waiting for a
-    // lost peer never does: abort its communicator (NOTE [Accelerator
-    // watchdog]) so that no stream stays blocked.
-    if (kv.second->device_executor) kv.second->device_executor->DrainOrAbort(2.0, failure);
-    kv.second->queue.FailAll(failure);
-  }
-}
-
-void Runtime::WakeForCompletion() {
-  {
-    std::lock_guard<std::mutex> lock(wake_mu_);
-    completion_pending_ = true;
-  }
-  wake_cv_.notify_one();
-}
-
-bool Runtime::PollDeviceWork() {
-  std::vector<ProcessSetState*> sets;
-  {
-    std::lock_guard<std::mutex> lock(sets_mu_);
-    for (auto& kv : sets_)
-      if (kv.second->device_executor) sets.push_back(kv.second.get());
-  }
-  for (ProcessSetState* ps : sets) {
-    Status st = ps->device_executor->PollCompletions();
-    if (st.ok()) st = ps->device_executor->CheckHealth(accel_timeout_seconds_);
-    if (!st.ok()) {
-      FailEverything(st);
-      return false;
-    }
-  }
-  return true;
-}
-
 Status Runtime::DeviceExecutor(ProcessSetState* ps, Executor** out) {
   if (!ps->device_executor) {
     std::string why;
@@ -576,6 +381,7 @@ void Runtime::Shutdown() {
   shutdown_requested_ = true;
   Wake();
   if (thread_.joinable()) thread_.join();
+  DetachCycleDriver();  // drivers still inside a cycle finish it first
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
     for (auto& kv : sets_)

@@ -114,10 +114,20 @@ class Runtime {
   Status ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
   void BackgroundLoop();
   // One negotiation + execution cycle over every process set this rank is
-  // in. Returns false when the loop must end. *waiting: some request of this
-  // rank is still unanswered; *progressed: some response was executed;
-  // *all_idle: no rank had anything in flight (NOTE [Cycle pacing]).
+  // in; the caller holds the cycle mutex. Returns false when the loop must
+  // end (FailEverything has run). *waiting: some request of this rank is
+  // still unanswered; *progressed: some response was executed; *all_idle: no
+  // rank had anything in flight (NOTE [Cycle pacing]).
   bool RunCycle(bool* waiting, bool* progressed, bool* all_idle);
+  // NOTE [Inline cycles]
+  class CycleDriver;
+  std::shared_ptr<WorkDriver> NewCycleDriver();  // per Init; Works point to it
+  void DetachCycleDriver();                      // Shutdown, after the loop ended
+  void DriveLocked(const Work& w, std::chrono::steady_clock::time_point deadline);
+  // Some set of this rank has requests not yet answered by negotiation.
+  bool Negotiating();
+  void NoteEnqueued();
+  void WakeIfInFlight();
   void HandleProcessSetResponse(const Response& r, ProcessSetState* global);
   void FailEverything(const Status& st);
   void Wake();
@@ -157,6 +167,23 @@ class Runtime {
   std::atomic<bool> shutdown_requested_{false};
   std::mutex failure_mu_;
   Status failure_;  // set once the background loop died
+
+  // NOTE [Inline cycles]: a framework thread that is about to block on a
+  // Work whose op still needs negotiation runs the cycles itself (Work::Wait
+  // -> CycleDriver::Drive) instead of waking the background thread and
+  // sleeping until it is done: a small op then costs no thread hand-off at
+  // all, which on hosts with fewer cores than busy threads is most of its
+  // latency. Cycles stay collective and in one order per rank because
+  // whoever runs one holds the cycle mutex (driver_->mu()); the background
+  // thread keeps its timer pace for ops nobody waits on yet and skips its
+  // cycle while a framework thread drives. HOROVOD_INLINE_CYCLES=0 turns it
+  // off (every enqueue then wakes the background thread).
+  std::shared_ptr<CycleDriver> driver_;
+  std::shared_ptr<WorkDriver> work_driver_;  // driver_, as every Work sees it
+  bool inline_cycles_ = true;
+  std::atomic<int> drivers_{0};           // framework threads inside Drive
+  std::atomic<bool> loop_ended_{false};   // this generation's cycles are over
+  std::atomic<bool> backed_off_{false};   // background thread in idle back-off
 
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;

@@ -112,6 +112,7 @@ Status Runtime::ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, Tens
   e->input = a.input;
   e->output = a.output;
   e->work = std::make_shared<Work>(activity_);
+  e->work->SetDriver(work_driver_);
   if (a.device >= 0) HVDA_RETURN_IF_ERROR(RecordReady(a, e));
   return Status::OK();
 }
@@ -162,7 +163,7 @@ Status Runtime::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_pt
     HVDA_RETURN_IF_ERROR(ps->queue.Add(std::move(entries)));
   }
   activity_->NoteActivity();
-  Wake();
+  NoteEnqueued();
   return Status::OK();
 }
 
@@ -172,6 +173,7 @@ std::shared_ptr<Work> Runtime::EnqueueJoin(int device) {
   e.request.name = "__join__";
   e.request.device = device;
   e.work = std::make_shared<Work>(activity_);
+  e.work->SetDriver(work_driver_);
   std::vector<TensorEntry> v;
   std::shared_ptr<Work> w = e.work;
   {

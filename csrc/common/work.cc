@@ -21,14 +21,25 @@ bool Work::IsCompleted() const {
 }
 
 bool Work::Wait(double timeout_seconds) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (done_) return true;
+  if (IsCompleted()) return true;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline =
+      timeout_seconds < 0
+          ? std::chrono::steady_clock::time_point::max()
+          : start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(timeout_seconds));
   if (tracker_) tracker_->BeginWait();
-  bool done = true;
-  if (timeout_seconds < 0)
-    cv_.wait(lock, [&] { return done_; });
-  else
-    done = cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [&] { return done_; });
+  if (auto driver = driver_.lock()) driver->Drive(*this, deadline);
+  bool done;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (timeout_seconds < 0) {
+      cv_.wait(lock, [&] { return done_; });
+      done = true;
+    } else {
+      done = cv_.wait_until(lock, deadline, [&] { return done_; });
+    }
+  }
   if (tracker_) tracker_->EndWait();
   return done;
 }

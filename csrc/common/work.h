@@ -3,6 +3,7 @@
 // thread, waited on by any thread. Shared ownership (std::shared_ptr).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -35,6 +36,20 @@ class HostBuffer {
   size_t bytes_ = 0;
 };
 
+class Work;
+
+// Something that can make progress on a Work from the thread about to block
+// on it (NOTE [Inline cycles] in runtime.h: the Runtime runs negotiation
+// cycles on the waiting thread instead of handing off to its background
+// thread). Drive returns once the Work completed, the deadline passed, or
+// driving cannot help (the op runs on a device; the job ended); it never
+// waits on the Work itself.
+class WorkDriver {
+ public:
+  virtual ~WorkDriver() = default;
+  virtual void Drive(const Work& w, std::chrono::steady_clock::time_point deadline) = 0;
+};
+
 class Work {
  public:
   Work() = default;
@@ -44,8 +59,12 @@ class Work {
   bool IsCompleted() const;
   // Blocks until completion; timeout_seconds < 0 waits forever. Returns false
   // if the timeout passed first. The tracker counts this thread as blocked
-  // meanwhile.
+  // meanwhile. With a driver (SetDriver), the waiting thread first lets it
+  // make progress.
   bool Wait(double timeout_seconds) const;
+  // Set once, at enqueue, before the Work is shared. Weak: a Work may
+  // outlive its Runtime (Python keeps handles after shutdown).
+  void SetDriver(std::weak_ptr<WorkDriver> driver) { driver_ = std::move(driver); }
   // The outcome; meaningful once IsCompleted().
   Status status() const;
   // Runs cb(status) on completion (on the completing thread), or at once if
@@ -76,6 +95,7 @@ class Work {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::shared_ptr<ActivityTracker> tracker_;
+  std::weak_ptr<WorkDriver> driver_;
   std::unique_ptr<NameReservation> reservation_;
   bool done_ = false;
   Status status_;

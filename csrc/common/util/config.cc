@@ -30,6 +30,8 @@ const std::vector<ConfigOption>& ConfigOptions() {
        "ordered CPU collective backends (shm, gloo, mpi); the first that supports an op wins"},
       {"HOROVOD_FUSION_THRESHOLD", ConfigType::kInt, "134217728", "fusion buffer bytes; 0 disables fusion"},
       {"HOROVOD_CYCLE_TIME", ConfigType::kFloat, "1", "milliseconds between background cycles when idle"},
+      {"HOROVOD_INLINE_CYCLES", ConfigType::kBool, "1",
+       "a thread that waits on an op runs the negotiation cycles itself (0: the background thread does)"},
       {"HOROVOD_CACHE_CAPACITY", ConfigType::kInt, "1024", "response cache entries; 0 disables the cache"},
       {"HOROVOD_TIMELINE", ConfigType::kString, "", "timeline file written by rank 0, or DYNAMIC"},
       {"HOROVOD_TIMELINE_MARK_CYCLES", ConfigType::kBool, "0", "mark background cycles in the timeline"},
