@@ -127,7 +127,6 @@ class Runtime {
   // Some set of this rank has requests not yet answered by negotiation.
   bool Negotiating();
   void NoteEnqueued();
-  void WakeIfInFlight();
   void HandleProcessSetResponse(const Response& r, ProcessSetState* global);
   void FailEverything(const Status& st);
   void Wake();

@@ -24,9 +24,10 @@ class Runtime::CycleDriver : public WorkDriver {
       if (rt_.load() != nullptr) rt->DriveLocked(w, deadline);
     }
     rt->drivers_.fetch_sub(1);
-    // Ops of other threads (or later async ops) may still wait for cycles:
-    // from here on the background thread runs them.
-    if (rt_.load() != nullptr) rt->WakeIfInFlight();
+    // Ops of other threads may still wait for negotiation: from here on the
+    // background thread runs their cycles. (Device work in flight needs no
+    // cycle: its completion notifier wakes the background thread to poll.)
+    if (rt_.load() != nullptr && rt->Negotiating()) rt->Wake();
   }
 
   std::mutex& mu() { return mu_; }
@@ -57,15 +58,6 @@ void Runtime::NoteEnqueued() {
   // a thread sleeping in the idle back-off is woken, and with inline cycles
   // off every enqueue wakes it (the eager behaviour).
   if (!inline_cycles_ || backed_off_.load(std::memory_order_acquire)) Wake();
-}
-
-void Runtime::WakeIfInFlight() {
-  std::lock_guard<std::mutex> lock(sets_mu_);
-  for (auto& kv : sets_)
-    if (kv.second->queue.InFlight() > 0) {
-      Wake();
-      return;
-    }
 }
 
 bool Runtime::Negotiating() {
@@ -121,7 +113,7 @@ void Runtime::BackgroundLoop() {
   bool eager = false;
   int idle_cycles = 0;
   while (true) {
-    bool poll_only = false;
+    bool completed = false, cycle_due = true;
     {
       std::unique_lock<std::mutex> lock(wake_mu_);
       const auto sleep = cycle * (1 << std::min(idle_cycles, kMaxIdleDoublings));
@@ -132,18 +124,17 @@ void Runtime::BackgroundLoop() {
         });
         backed_off_.store(false, std::memory_order_release);
       }
-      // Device work finished while nothing new was enqueued: complete it
-      // without a negotiation cycle (which would be collective).
-      poll_only = !eager && completion_pending_ && !wake_pending_ && !shutdown_requested_ &&
-                  std::chrono::steady_clock::now() < last + sleep;
+      completed = completion_pending_;
+      cycle_due = eager || wake_pending_ || shutdown_requested_ ||
+                  std::chrono::steady_clock::now() >= last + sleep;
       wake_pending_ = false;
       completion_pending_ = false;
     }
     if (loop_ended_.load()) return;
-    if (poll_only) {
-      if (!PollDeviceWork()) return;
-      continue;
-    }
+    // Device work finished: complete it first, without waiting for a
+    // negotiation cycle (collective: it would wait for the peers' pace).
+    if (completed && !PollDeviceWork()) return;
+    if (!cycle_due) continue;
     last = std::chrono::steady_clock::now();
     if (drivers_.load() > 0 && !shutdown_requested_) {
       eager = false;  // a framework thread is running the cycles
