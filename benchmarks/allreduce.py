@@ -2,7 +2,7 @@
 """Allreduce benchmark: horovod_accel against torch.distributed (gloo) and Open MPI,
 measured back to back in one run, printed as one table with ratios.
 
-    .venv/bin/python benchmarks/allreduce.py              # np=2, all three peers
+    .venv/bin/python benchmarks/allreduce.py              # np=2, all three peers, 3 rounds
     .venv/bin/python benchmarks/allreduce.py --quick      # smoke run, < 60 s
     .venv/bin/python benchmarks/allreduce.py --only hvda,mpi --sizes 1M,64M --json out.json
     .venv/bin/python benchmarks/allreduce.py --hosts 2x2 --only hvda,mpi   # root: 2 hosts x 2
@@ -31,6 +31,7 @@ import shlex
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -308,6 +309,50 @@ def table_rows(results, sizes):
     return rows
 
 
+def ratio(better, h, o):
+    """Same-run ratio, > 1 when horovod_accel is better; None if either is missing."""
+    if not h or not o:
+        return None
+    return h / o if better == "high" else o / h
+
+
+def spread(values):
+    """'median [min..max]' of the non-missing values."""
+    vals = sorted(v for v in values if v is not None)
+    if not vals:
+        return "n/a"
+    med = statistics.median(vals)
+    if len(vals) == 1:
+        return f"{med:.2f}x"
+    return f"{med:.2f}x [{vals[0]:.2f}..{vals[-1]:.2f}]"
+
+
+def render_summary(rounds, sizes):
+    """One row per metric over R rounds: each peer's median value, and each
+    same-run ratio's median and range (the numbers to quote)."""
+    per_round = [table_rows(results, sizes) for results in rounds]
+    cols = (["metric"] + [f"{PEER_LABEL[p]} (median)" for p in PEER_ORDER]
+            + ["ratio hvda/torch", "ratio hvda/MPI"])
+    body = []
+    for i, (metric, better, _) in enumerate(per_round[0]):
+        cells = [metric]
+        for peer in PEER_ORDER:
+            vals = [r[i][2][peer] for r in per_round if r[i][2][peer] is not None]
+            cells.append(fmt(statistics.median(vals)) if vals else "n/a")
+        for peer in ("torch", "mpi"):
+            cells.append(spread([ratio(better, r[i][2]["hvda"], r[i][2][peer]) for r in per_round]))
+        body.append(cells)
+    return _layout(cols, body)
+
+
+def _layout(cols, body):
+    widths = [max(len(r[i]) for r in [cols] + body) for i in range(len(cols))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    out = [line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(r) for r in body]
+    return "\n".join(out)
+
+
 def render_table(results, sizes):
     cols = ["metric"] + [PEER_LABEL[p] for p in PEER_ORDER] + ["ratio hvda/torch", "ratio hvda/MPI"]
     body = []
@@ -315,17 +360,10 @@ def render_table(results, sizes):
         cells = [metric]
         cells += [fmt(vals[p]) for p in PEER_ORDER]  # reasons for n/a are printed below
         for peer in ("torch", "mpi"):
-            h, o = vals["hvda"], vals[peer]
-            if h and o:
-                cells.append(f"{(h / o if better == 'high' else o / h):.2f}x")
-            else:
-                cells.append("n/a")
+            r = ratio(better, vals["hvda"], vals[peer])
+            cells.append("n/a" if r is None else f"{r:.2f}x")
         body.append(cells)
-    widths = [max(len(r[i]) for r in [cols] + body) for i in range(len(cols))]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
-    out = [line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    out += [line(r) for r in body]
-    return "\n".join(out)
+    return _layout(cols, body)
 
 
 # ---------------------------------------------------------------- main
@@ -344,6 +382,9 @@ def parse_args(argv=None):
     p.add_argument("--latency-iters", type=int, help="timed 4 KiB iterations (default 500; --quick 50)")
     p.add_argument("--batch-reps", type=int, help="timed async-batch repetitions (default 30; --quick 5)")
     p.add_argument("--timeout", type=float, help="hard limit per job in seconds (default 300; --quick 60)")
+    p.add_argument("--repeats", type=int,
+                   help="run the whole comparison R times and report each ratio's median and "
+                        "range over the rounds (default 3; --quick 1)")
     p.add_argument("--json", metavar="PATH", help="also write the raw numbers here")
     p.add_argument("--hvda-args", default="", help="extra horovodrun arguments, e.g. '--cycle-time-ms 0.1'")
     p.add_argument("--mpi-args", default="", help="extra mpirun arguments, e.g. '--bind-to none'")
@@ -372,6 +413,9 @@ def parse_args(argv=None):
     a.latency_iters = a.latency_iters or (50 if a.quick else 500)
     a.batch_reps = a.batch_reps or (5 if a.quick else 30)
     a.timeout = a.timeout or (60.0 if a.quick else 300.0)
+    a.repeats = a.repeats or (1 if a.quick else 3)
+    if a.repeats < 1:
+        p.error("--repeats must be >= 1")
     return a
 
 
@@ -401,7 +445,7 @@ def main(argv=None):
         print(f"WARNING: build processes running ({', '.join(meta['busy_before'][:5])}): "
               "numbers will be noise", file=sys.stderr)
 
-    results, errors = {}, {}
+    rounds, errors = [], {}
     with contextlib.ExitStack() as stack:
         hosts = None
         if a.host_layout:
@@ -413,28 +457,41 @@ def main(argv=None):
         cfg_path = os.path.join(workdir, "config.json")
         with open(cfg_path, "w") as f:
             json.dump(cfg, f)
-        for peer in PEER_ORDER:
-            if peer not in a.only:
-                errors[peer] = "not selected"
-                continue
-            t0 = time.monotonic()
-            print(f"running {PEER_LABEL[peer]} ...", end=" ", flush=True)
-            result, reason, tail = run_peer(peer, a, cfg_path, workdir, env, hosts)
-            print(f"{'done' if result else 'n/a: ' + reason} ({time.monotonic() - t0:.1f} s)")
-            if tail and (a.verbose or not result):
-                print(f"  [{peer} job output, last lines]\n{tail}", file=sys.stderr)
-            if result:
-                results[peer] = result
-            else:
-                errors[peer] = reason
+        for rnd in range(a.repeats):
+            if a.repeats > 1:
+                print(f"round {rnd + 1}/{a.repeats}")
+            results = {}
+            for peer in PEER_ORDER:
+                if peer not in a.only:
+                    errors[peer] = "not selected"
+                    continue
+                t0 = time.monotonic()
+                print(f"running {PEER_LABEL[peer]} ...", end=" ", flush=True)
+                result, reason, tail = run_peer(peer, a, cfg_path, workdir, env, hosts)
+                print(f"{'done' if result else 'n/a: ' + reason} ({time.monotonic() - t0:.1f} s)")
+                if tail and (a.verbose or not result):
+                    print(f"  [{peer} job output, last lines]\n{tail}", file=sys.stderr)
+                if result:
+                    results[peer] = result
+                else:
+                    errors[peer] = reason
+            rounds.append(results)
     meta["busy_after"] = busy_processes()
+    meta["loadavg_after"] = os.getloadavg()[0]
 
     print()
     print("Medians over iterations; per-iteration time = max over ranks. busbw = bytes*2(n-1)/n/time, "
           "GB = 1e9 B.")
     print("Ratio columns: >1 means horovod_accel is better "
           "(busbw rows: hvda/peer; time rows: peer/hvda).")
-    print(render_table(results, a.sizes))
+    for rnd, results in enumerate(rounds):
+        if a.repeats > 1:
+            print(f"\nround {rnd + 1}:")
+        print(render_table(results, a.sizes))
+    if a.repeats > 1:
+        print(f"\nover {a.repeats} rounds: each peer's median value; each same-run ratio's median "
+              "[min..max] (quote these):")
+        print(render_summary(rounds, a.sizes))
     for p in PEER_ORDER:
         if p in errors and errors[p] != "not selected":
             print(f"{PEER_LABEL[p]}: n/a ({errors[p]})")
@@ -444,8 +501,8 @@ def main(argv=None):
 
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"meta": meta, "config": cfg, "results": results, "errors": errors}, f, indent=1)
-    return 0 if results else 1
+            json.dump({"meta": meta, "config": cfg, "rounds": rounds, "errors": errors}, f, indent=1)
+    return 0 if any(rounds) else 1
 
 
 if __name__ == "__main__":

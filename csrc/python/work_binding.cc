@@ -71,8 +71,8 @@ void BindWork(py::module_& m) {
       .def(
           "wait",
           [](const Work& w, double timeout) {
-            bool done;
-            {
+            bool done = w.IsCompleted();  // done: no GIL hand-off at all
+            if (!done) {
               py::gil_scoped_release release;
               done = w.Wait(timeout);
             }

@@ -36,13 +36,14 @@ _WAIT_SLICE_SECONDS = 1.0
 class Handle:
     """An in-flight op; pass it to `poll()` / `synchronize()`."""
 
-    __slots__ = ("name", "_works", "_keep", "_finish")
+    __slots__ = ("name", "_works", "_keep", "_finish", "_result")
 
-    def __init__(self, name, works, keep, finish):
+    def __init__(self, name, works, keep, finish, result=None):
         self.name = name
-        self._works = list(works)
+        self._works = works if works.__class__ is list else list(works)
         self._keep = keep
-        self._finish = finish
+        self._finish = finish  # finish(works) -> result, or None: the result is `result`
+        self._result = result
 
     def __repr__(self):
         return f"<horovod handle {self.name}>"
@@ -52,11 +53,12 @@ class HandleTable:
     """Pending handles and per-(op, process set) counters of unnamed ops."""
 
     def __init__(self):
-        self._lock = threading.Lock()  # guards _pending
         # Guards the counters and is held from choosing an unnamed op's
         # number until its enqueue returned, so concurrent threads never draw
         # the same number and a rejected op gives its number back.
         self._naming = threading.Lock()
+        # Handle -> True. Single dict operations are atomic under the GIL, so
+        # the per-op path (add, contains, discard) takes no lock.
         self._pending = {}
         self._noname = {}
         self._epoch = 0
@@ -67,34 +69,33 @@ class HandleTable:
             return f"{op}.noname.j{self._epoch}.{n}"
         return f"{op}.noname.{n}"
 
-    def submit(self, op, name, process_set_id, enqueue, keep, finish, group_size=None):
+    def submit(self, op, name, process_set_id, enqueue, keep, finish, group_size=None, args=(),
+               result=None):
         """Names the op, enqueues it and registers a Handle for it.
 
-        enqueue(core_name) -> Work (group_size None), or enqueue(core_names)
-        -> list[Work] for a group of group_size tensors named
-        '<base>_<i>of<group_size>'. keep: objects that must stay alive until
-        the op completes. finish(works) -> the op's result, called by
-        synchronize() on success.
+        enqueue(core_name, *args) -> Work (group_size None), or
+        enqueue(core_names, *args) -> list[Work] for a group of group_size
+        tensors named '<base>_<i>of<group_size>'. keep: objects that must stay
+        alive until the op completes. finish(works) -> the op's result, called
+        by synchronize() on success; or finish=None and the result is
+        `result` (the per-op fast path: no closure to build).
 
         Enqueue-time errors: ValueError (bad arguments, a name still
         reserved, not initialized) propagates; other core errors become
         HorovodInternalError. Either way no number is consumed.
         """
-        def named(base):
-            names = base if group_size is None else [f"{base}_{i + 1}of{group_size}"
-                                                     for i in range(group_size)]
-            return _call_enqueue(lambda: enqueue(names))
-
         if name is not None:
             base = f"{op}.{name}"
-            works = named(base)
+            works = _call_enqueue(enqueue, _core_names(base, group_size), *args)
         else:
             with self._naming:
                 base = self._unnamed(op, process_set_id)
-                works = named(base)
+                works = _call_enqueue(enqueue, _core_names(base, group_size), *args)
                 key = (op, process_set_id)
                 self._noname[key] = self._noname.get(key, 0) + 1
-        return self.add(Handle(base, works, keep, finish))
+        handle = Handle(base, works, keep, finish, result)
+        self._pending[handle] = True
+        return handle
 
     def submit_internal(self, handle_name, enqueue, keep, finish):
         """Like submit() for ops whose core names are fixed (join, barrier,
@@ -102,17 +103,14 @@ class HandleTable:
         return self.add(Handle(handle_name, _call_enqueue(enqueue), keep, finish))
 
     def add(self, handle):
-        with self._lock:
-            self._pending[handle] = True
+        self._pending[handle] = True
         return handle
 
     def contains(self, handle):
-        with self._lock:
-            return handle in self._pending
+        return handle in self._pending
 
     def discard(self, handle):
-        with self._lock:
-            self._pending.pop(handle, None)
+        self._pending.pop(handle, None)
 
     def realign(self):
         """Called on every rank when a join() completes: unnamed numbering
@@ -123,20 +121,47 @@ class HandleTable:
             self._noname = {}
 
     def reset(self):
-        with self._naming, self._lock:
+        with self._naming:
             self._pending = {}
             self._noname = {}
             self._epoch = 0
 
+    def run_unnamed(self, op, process_set_id, run, rejected=(ValueError,)):
+        """For adapters whose ops take their core name as an argument and
+        need no handle (TensorFlow's eager kernels): calls run(name) with the
+        next unnamed name of (op, process set), "<op>.noname[.j<epoch>].<n>",
+        and returns its result. The number is consumed unless run() raises
+        one of `rejected` (the op was refused at enqueue), as for submit().
+        Holds the naming lock while run() executes, so unnamed ops of one
+        rank are named in the order they are issued (run() may block until
+        the collective completes)."""
+        with self._naming:
+            name = self._unnamed(op, process_set_id)
+            try:
+                result = run(name)
+            except rejected:
+                raise
+            except BaseException:
+                self._noname[(op, process_set_id)] = self._noname.get((op, process_set_id), 0) + 1
+                raise
+            self._noname[(op, process_set_id)] = self._noname.get((op, process_set_id), 0) + 1
+            return result
 
-def _call_enqueue(enqueue):
+
+def _core_names(base, group_size):
+    if group_size is None:
+        return base
+    return [f"{base}_{i + 1}of{group_size}" for i in range(group_size)]
+
+
+def _call_enqueue(enqueue, *args):
     try:
-        works = enqueue()
+        works = enqueue(*args)
     except ValueError:
         raise
     except RuntimeError as e:
         raise HorovodInternalError(str(e)) from e
-    return works if isinstance(works, list) else [works]
+    return works if works.__class__ is list else [works]
 
 
 HANDLES = HandleTable()
@@ -161,7 +186,8 @@ def synchronize(handle):
     Raises HorovodInternalError if the collective failed (a cross-rank
     mismatch, a deadlock, a lost peer, shutdown). Returns None for a handle
     that is unknown or already synchronized (as upstream)."""
-    if not isinstance(handle, Handle) or not HANDLES.contains(handle):
+    pending = HANDLES._pending
+    if handle.__class__ is not Handle or handle not in pending:
         return None
     error = None
     # A KeyboardInterrupt while waiting leaves the handle pending (and its
@@ -174,9 +200,10 @@ def synchronize(handle):
             # Keep waiting on the rest: their buffers must stay alive until
             # the core is done with them.
             error = error or e
-    HANDLES.discard(handle)
+    pending.pop(handle, None)
     for w in handle._works:
         w.release_name()
     if error is not None:
         raise HorovodInternalError(str(error)) from error
-    return handle._finish(handle._works)
+    finish = handle._finish
+    return handle._result if finish is None else finish(handle._works)

@@ -31,17 +31,23 @@ def _check_adasum(op, ps_id):
 
 
 def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_factor, process_set):
+    # The per-op path of every allreduce: no closures, few allocations (each
+    # op's Python cost and garbage-collector pressure is most of a small
+    # allreduce's time).
     ps_id = _t.process_set_id(process_set)
     _check_adasum(op, ps_id)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
     inp = _t.as_input(tensor)
-    out, finish = _t.output_for(tensor, inp, in_place)
-    return submit("allreduce", name, ps_id,
-                  lambda core_name: rt.enqueue_allreduce(core_name, ps_id, inp.data_ptr(), out.data_ptr(), dtype,
-                                               _t.shape(inp), device, int(op), float(prescale_factor),
-                                               float(postscale_factor)),
-                  keep=(tensor, inp, out), finish=finish)
+    if in_place and inp is tensor:
+        out, finish, result = tensor, None, tensor
+    else:
+        out, finish = _t.output_for(tensor, inp, in_place)
+        result = None
+    return submit("allreduce", name, ps_id, rt.enqueue_allreduce, keep=(inp, out), finish=finish,
+                  result=result,
+                  args=(ps_id, inp.data_ptr(), out.data_ptr(), dtype, inp.shape, device, int(op),
+                        float(prescale_factor), float(postscale_factor)))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,

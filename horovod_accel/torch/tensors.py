@@ -75,9 +75,9 @@ def native_stream(device):
 def device_id(tensor):
     """-1 for CPU tensors (upstream's convention), else a `_core.DeviceRef`
     (device type, index, current native stream)."""
-    device = tensor.device
-    if device.type == "cpu":
+    if tensor.is_cpu:
         return -1
+    device = tensor.device
     return DEFAULT_RUNTIME.core().DeviceRef(device.type, _index(device), native_stream(device))
 
 
@@ -93,12 +93,12 @@ def common_device(tensors):
 
 
 def as_input(tensor):
-    """A C-contiguous tensor with tensor's values, detached from autograd: the
-    tensor itself (a view sharing memory) when already contiguous, else a copy."""
+    """A C-contiguous tensor with tensor's values: the tensor itself when
+    already contiguous (the core only takes its address), else a detached
+    contiguous copy."""
     if not isinstance(tensor, torch.Tensor):
         raise ValueError(f"Horovod ops take torch.Tensor arguments, got {type(tensor).__name__}.")
-    t = tensor.detach()
-    return t if t.is_contiguous() else t.contiguous()
+    return tensor if tensor.is_contiguous() else tensor.detach().contiguous()
 
 
 def ptr(tensor):
@@ -135,6 +135,8 @@ def copy_back(original, worked_on):
     """Result of an in-place op: `original` holding the values of
     `worked_on` (the contiguous buffer the core wrote into). Copies only when
     worked_on is a separate contiguous copy of a non-contiguous original."""
+    if worked_on is original:
+        return original
     if worked_on.data_ptr() != original.data_ptr() or not original.is_contiguous():
         with torch.no_grad():
             original.copy_(worked_on)
