@@ -317,11 +317,24 @@ Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
 
   void* buf;
   bool direct;
-  HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
-  if (r.prescale != 1.0)
-    HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale, stream_.get()));
-  Begin(r, *backend, "ALLREDUCE");
-  Status st = backend->Allreduce(buf, count, r.dtype, WireOp(r.reduce_op), stream_.get());
+  Status st;
+  // A single out-of-place tensor without prescale: the backend reads the
+  // input where it is and writes the output (no copy of input into output).
+  if (entries.size() == 1 && have[0] && entries[0].input != entries[0].output &&
+      r.prescale == 1.0 && backend->ReducesOutOfPlace()) {
+    buf = entries[0].output;
+    direct = true;
+    Begin(r, *backend, "ALLREDUCE");
+    st = backend->AllreduceOutOfPlace(entries[0].input, buf, count, r.dtype,
+                                      WireOp(r.reduce_op), stream_.get());
+  } else {
+    HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
+    if (r.prescale != 1.0)
+      HVDA_RETURN_IF_ERROR(
+          device_->execution().Scale(buf, count, r.dtype, r.prescale, stream_.get()));
+    Begin(r, *backend, "ALLREDUCE");
+    st = backend->Allreduce(buf, count, r.dtype, WireOp(r.reduce_op), stream_.get());
+  }
   End(r);
   HVDA_RETURN_IF_ERROR(st);
   if (post != 1.0)

@@ -18,6 +18,7 @@
 
 #include "common/accelerators.h"
 #include "common/activity_tracker.h"
+#include "common/autotune/parameter_manager.h"
 #include "common/hal/registry.h"
 #include "common/message.h"
 #include "common/process_set.h"
@@ -85,6 +86,10 @@ class Runtime {
   Status Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works);
   std::shared_ptr<Work> EnqueueJoin(int device);
   Status EnqueueBarrier(int process_set_id, std::shared_ptr<Work>* work);
+  // For callers that will not Wait on their Works (they take completion
+  // callbacks, e.g. TensorFlow's async kernels): starts the background
+  // thread's next cycle now instead of at its timer (NOTE [Inline cycles]).
+  void RequestProgress() { Wake(); }
 
   // Collective over all ranks; blocks. *id receives the new set's id.
   Status AddProcessSet(std::vector<int> ranks, int* id);
@@ -149,6 +154,10 @@ class Runtime {
   // detection] in coordinator.h); shared with every Work handed out.
   std::shared_ptr<ActivityTracker> activity_ = std::make_shared<ActivityTracker>();
   double deadlock_seconds_ = 0;  // HOROVOD_DEADLOCK_TIMEOUT_SECONDS
+  // The fusion threshold and cycle time in effect, tuned with
+  // HOROVOD_AUTOTUNE (docs/design/autotune.md); made per Init, shared with
+  // every set's controller, read by BackgroundLoop each cycle.
+  std::shared_ptr<ParameterManager> tunables_;
   Timeline timeline_;
   bool timeline_allowed_ = false;
   bool dynamic_sets_ = false;

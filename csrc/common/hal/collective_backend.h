@@ -51,6 +51,16 @@ class CollectiveBackend {
   virtual Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op,
                            Stream* stream) = 0;
 
+  // Out of place, for backends that can read the input where it is (saves
+  // the executor's copy of in into out, a whole memory pass): out receives
+  // the reduction of every rank's `in` (count elements); in is not modified
+  // and does not overlap out. Only called when ReducesOutOfPlace().
+  virtual bool ReducesOutOfPlace() const { return false; }
+  virtual Status AllreduceOutOfPlace(const void* in, void* out, int64_t count, DataType dtype,
+                                     ReduceOp op, Stream* stream) {
+    return Status::Unknown(std::string(name()) + " has no out-of-place allreduce");
+  }
+
   // out = concat over ranks r of (bytes_per_rank[r] bytes of rank r's input).
   // in holds bytes_per_rank[rank()] bytes. out may not alias in.
   virtual Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank,

@@ -29,7 +29,7 @@ const std::vector<ConfigOption>& ConfigOptions() {
       {"HOROVOD_CPU_OPERATIONS", ConfigType::kString, "shm,gloo",
        "ordered CPU collective backends (shm, gloo, mpi); the first that supports an op wins"},
       {"HOROVOD_FUSION_THRESHOLD", ConfigType::kInt, "134217728", "fusion buffer bytes; 0 disables fusion"},
-      {"HOROVOD_CYCLE_TIME", ConfigType::kFloat, "1", "milliseconds between background cycles when idle"},
+      {"HOROVOD_CYCLE_TIME", ConfigType::kFloat, "1", "milliseconds between the background thread's cycles (they run ops nobody waits on yet)"},
       {"HOROVOD_INLINE_CYCLES", ConfigType::kBool, "1",
        "a thread that waits on an op runs the negotiation cycles itself (0: the background thread does)"},
       {"HOROVOD_CACHE_CAPACITY", ConfigType::kInt, "1024", "response cache entries; 0 disables the cache"},

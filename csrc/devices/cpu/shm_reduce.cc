@@ -48,40 +48,54 @@ int64_t SlotElems(int64_t half_bytes, int size, int64_t esize) {
 
 }  // namespace
 
-Status ShmBackend::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op, Stream*) {
+Status ShmBackend::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op, Stream* s) {
+  return AllreduceOutOfPlace(buffer, buffer, count, dtype, op, s);
+}
+
+// NOTE [shm allreduce] with the input read where it is: steps 1 and 3 read
+// `in`, steps 3 and 5 write `out`, so in == out (in place) and in != out cost
+// the same.
+Status ShmBackend::AllreduceOutOfPlace(const void* input, void* output, int64_t count,
+                                       DataType dtype, ReduceOp op, Stream*) {
   HVDA_RETURN_IF_ERROR(Check("allreduce", size_));
   if (!IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("shm backend: allreduce does not support ") +
                                    DataTypeName(dtype) + " with " + ReduceOpName(op) + ".");
-  if (size_ == 1 || count == 0) return Status::OK();
   const int64_t esize = DataTypeSize(dtype);
+  if (count == 0) return Status::OK();
+  if (size_ == 1) {
+    if (input != output) CopyBytes(output, input, count * esize);
+    return Status::OK();
+  }
   // Largest chunk whose slices (each rounded up to a cache line) fit a half.
   const int64_t chunk_max = SlotElems(half_bytes_, size_, esize) * size_;
-  char* buf = static_cast<char*>(buffer);
+  const char* in = static_cast<const char*>(input);
+  char* out = static_cast<char*>(output);
   std::vector<const void*> srcs(size_);
   for (int64_t done = 0; done < count; done += chunk_max) {
     const int64_t chunk = std::min(chunk_max, count - done);
     const int64_t slice = SliceElems(chunk, size_, esize);
     auto slice_len = [&](int q) { return Clamp(chunk - q * slice, slice); };
-    char* base = buf + done * esize;
+    const char* src = in + done * esize;
+    char* dst = out + done * esize;
     const int h = NextHalf();
     char* mine = Half(rank_, h);
     for (int q = 0; q < size_; ++q)
-      if (q != rank_) CopyBytes(mine + q * slice * esize, base + q * slice * esize, slice_len(q) * esize);
+      if (q != rank_) CopyBytes(mine + q * slice * esize, src + q * slice * esize, slice_len(q) * esize);
     HVDA_RETURN_IF_ERROR(Sync("allreduce"));
     const int64_t own = slice_len(rank_);
     if (own > 0) {
       const int64_t off = rank_ * slice * esize;
       // Source order is rank order on every rank, so results are identical
       // everywhere (floating-point sums depend on the order).
-      for (int p = 0; p < size_; ++p) srcs[p] = p == rank_ ? base + off : Half(p, h) + off;
-      ReduceN(base + off, srcs.data(), size_, own, dtype, op);
-      CopyBytes(mine + off, base + off, own * esize);
+      for (int p = 0; p < size_; ++p) srcs[p] = p == rank_ ? src + off : Half(p, h) + off;
+      ReduceN(dst + off, srcs.data(), size_, own, dtype, op);
+      CopyBytes(mine + off, dst + off, own * esize);
     }
     HVDA_RETURN_IF_ERROR(Sync("allreduce"));
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
-        CopyBytes(base + q * slice * esize, Half(q, h) + q * slice * esize, slice_len(q) * esize);
+        CopyBytes(dst + q * slice * esize, Half(q, h) + q * slice * esize, slice_len(q) * esize);
   }
   return Status::OK();
 }
