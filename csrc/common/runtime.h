@@ -132,6 +132,10 @@ class Runtime {
   // Some set of this rank has requests not yet answered by negotiation.
   bool Negotiating();
   void NoteEnqueued();
+  // After driving: w's op runs on a device; waits for device completions
+  // and polls them on this thread until w completes or the deadline.
+  void AwaitDeviceCompletion(const Work& w, std::chrono::steady_clock::time_point deadline);
+  void NotePolled();  // after polling device executors: wakes AwaitDeviceCompletion
   void HandleProcessSetResponse(const Response& r, ProcessSetState* global);
   void FailEverything(const Status& st);
   void Wake();
@@ -197,6 +201,11 @@ class Runtime {
   std::condition_variable wake_cv_;
   bool wake_pending_ = false;
   bool completion_pending_ = false;  // set by WakeForCompletion
+  // Framework threads in AwaitDeviceCompletion; they, not the background
+  // thread, are told about device completions while there are any.
+  int completion_waiters_ = 0;
+  uint64_t device_polls_ = 0;  // device executors polled (NotePolled)
+  std::condition_variable completion_cv_;
   std::thread thread_;
 };
 

@@ -24,6 +24,10 @@ class Runtime::CycleDriver : public WorkDriver {
       if (rt_.load() != nullptr) rt->DriveLocked(w, deadline);
     }
     rt->drivers_.fetch_sub(1);
+    // Negotiated but not complete: the op runs on a device. Take its
+    // completion here rather than through the background thread (one
+    // thread hand-off less per op).
+    if (rt_.load() != nullptr) rt->AwaitDeviceCompletion(w, deadline);
     // Ops of other threads may still wait for negotiation: from here on the
     // background thread runs their cycles. (Device work in flight needs no
     // cycle: its completion notifier wakes the background thread to poll.)
@@ -106,13 +110,14 @@ void Runtime::DriveLocked(const Work& w, std::chrono::steady_clock::time_point d
 void Runtime::BackgroundLoop() {
   constexpr auto kEagerWindow = std::chrono::milliseconds(5);
   constexpr int kMaxIdleDoublings = 4;
-  const auto cycle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double, std::milli>(config_.GetFloat("HOROVOD_CYCLE_TIME")));
   auto last = std::chrono::steady_clock::now();
   auto last_progress = last;
   bool eager = false;
   int idle_cycles = 0;
   while (true) {
+    // HOROVOD_CYCLE_TIME, or the value autotune chose (NOTE [Autotune sync]).
+    const auto cycle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double, std::milli>(tunables_->cycle_time_ms()));
     bool completed = false, cycle_due = true;
     {
       std::unique_lock<std::mutex> lock(wake_mu_);
@@ -212,6 +217,7 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
     if (st.ok() && ps->device_executor) {
       st = ps->device_executor->PollCompletions();
       if (st.ok()) st = ps->device_executor->CheckHealth(accel_timeout_seconds_);
+      if (st.ok()) NotePolled();
     }
     if (!st.ok()) {
       FailEverything(st);
@@ -266,11 +272,47 @@ void Runtime::FailEverything(const Status& st) {
 }
 
 void Runtime::WakeForCompletion() {
+  bool waiter;
   {
     std::lock_guard<std::mutex> lock(wake_mu_);
     completion_pending_ = true;
+    waiter = completion_waiters_ > 0;
   }
-  wake_cv_.notify_one();
+  // A framework thread waiting for device work polls it itself
+  // (AwaitDeviceCompletion); otherwise the background thread does.
+  if (waiter)
+    completion_cv_.notify_one();
+  else
+    wake_cv_.notify_one();
+}
+
+void Runtime::AwaitDeviceCompletion(const Work& w, std::chrono::steady_clock::time_point deadline) {
+  // A completion the background thread polled (on its own cycle) wakes
+  // nobody here, so waits are sliced at the cycle time: a missed signal
+  // costs at most that, the usual case none.
+  const auto slice = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double, std::milli>(std::max(0.1, config_.GetFloat("HOROVOD_CYCLE_TIME"))));
+  while (!w.IsCompleted() && !loop_ended_.load()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return;
+    bool signalled;
+    {
+      std::unique_lock<std::mutex> lock(wake_mu_);
+      const uint64_t polls = device_polls_;
+      ++completion_waiters_;
+      completion_cv_.wait_until(lock, std::min(deadline, now + slice), [&] {
+        return completion_pending_ || device_polls_ != polls || shutdown_requested_.load();
+      });
+      --completion_waiters_;
+      if (shutdown_requested_) return;
+      signalled = completion_pending_;
+      completion_pending_ = false;
+    }
+    if (signalled && !PollDeviceWork()) {
+      Wake();  // the loop ended: the background thread exits
+      return;
+    }
+  }
 }
 
 bool Runtime::PollDeviceWork() {
@@ -291,7 +333,20 @@ bool Runtime::PollDeviceWork() {
       return false;
     }
   }
+  NotePolled();
   return true;
+}
+
+void Runtime::NotePolled() {
+  bool waiter;
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    ++device_polls_;
+    waiter = completion_waiters_ > 0;
+  }
+  // A thread in AwaitDeviceCompletion re-checks its Work (it may be the one
+  // this poll completed).
+  if (waiter) completion_cv_.notify_all();
 }
 
 std::shared_ptr<WorkDriver> Runtime::NewCycleDriver() {
