@@ -11,6 +11,9 @@ constexpr uint64_t kNoShutdownBit = 1;
 constexpr uint64_t kNoUncachedBit = 2;
 constexpr uint64_t kIdleBit = 4;
 constexpr uint64_t kStuckBit = 8;
+// Cleared by the rank that has tuned parameters to send: forces the slow
+// path, whose broadcast carries them (NOTE [Autotune sync]).
+constexpr uint64_t kNoParamsBit = 16;
 
 }  // namespace
 
@@ -57,6 +60,8 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   out->responses.clear();
   out->shutdown = false;
 
+  const bool new_params = options_.drives_autotune && coordinator_ && options_.tunables &&
+                          options_.tunables->HasUpdate();
   const bool use_cache = cache_.capacity() > 0 && joined_count_ == 0;
   std::vector<Request> to_send;
   if (!use_cache) {
@@ -65,8 +70,8 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
       p.sent = true;
       to_send.push_back(p.request);
     }
-    HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, stuck, out));
-    FuseResponses(&out->responses, options_.fusion_threshold_bytes);
+    HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, stuck, new_params, out));
+    Finish(out);
     return Status::OK();
   }
 
@@ -96,7 +101,8 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
       now - last_slow_path_ > std::chrono::seconds(1))
     has_uncached = true;
   bits[0] = (shutdown_requested ? 0 : kNoShutdownBit) | (has_uncached ? 0 : kNoUncachedBit) |
-            (locally_idle && pending_.empty() ? kIdleBit : 0) | (stuck ? kStuckBit : 0);
+            (locally_idle && pending_.empty() ? kIdleBit : 0) | (stuck ? kStuckBit : 0) |
+            (new_params ? 0 : kNoParamsBit);
   HVDA_RETURN_IF_ERROR(transport_->BitAnd(&bits));
   all_idle_ = (bits[0] & kIdleBit) != 0;
   all_stuck_ = (bits[0] & kStuckBit) != 0;
@@ -118,20 +124,29 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   }
   const bool any_shutdown = !(bits[0] & kNoShutdownBit);
   const bool any_uncached = !(bits[0] & kNoUncachedBit);
-  if (!any_shutdown && !any_uncached && !all_stuck_) {
+  const bool any_params = !(bits[0] & kNoParamsBit);
+  if (!any_shutdown && !any_uncached && !all_stuck_ && !any_params) {
     out->responses = std::move(hits);
     out->joined_count = joined_count_;
-    FuseResponses(&out->responses, options_.fusion_threshold_bytes);
+    Finish(out);
     return Status::OK();
   }
-  HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, stuck, out));
+  HVDA_RETURN_IF_ERROR(
+      SlowPath(std::move(to_send), shutdown_requested, stuck, new_params, out));
   out->responses.insert(out->responses.begin(), hits.begin(), hits.end());
-  FuseResponses(&out->responses, options_.fusion_threshold_bytes);
+  Finish(out);
   return Status::OK();
 }
 
+void Controller::Finish(ResponseList* out) {
+  FuseResponses(&out->responses, options_.tunables ? options_.tunables->fusion_threshold_bytes()
+                                                   : options_.fusion_threshold_bytes);
+  if (options_.drives_autotune && coordinator_ && options_.tunables && !out->responses.empty())
+    options_.tunables->Record(out->responses, std::chrono::steady_clock::now());
+}
+
 Status Controller::SlowPath(std::vector<Request> to_send, bool shutdown_requested, bool stuck,
-                            ResponseList* out) {
+                            bool new_params, ResponseList* out) {
   last_slow_path_ = std::chrono::steady_clock::now();
   RequestList mine;
   mine.requests = std::move(to_send);
@@ -144,11 +159,18 @@ Status Controller::SlowPath(std::vector<Request> to_send, bool shutdown_requeste
     std::vector<RequestList> lists(gathered.size());
     for (size_t r = 0; r < gathered.size(); ++r)
       HVDA_RETURN_IF_ERROR(Deserialize(gathered[r], &lists[r]));
-    answer = Serialize(coordinator_->Process(lists));
+    ResponseList result = coordinator_->Process(lists);
+    if (new_params) {
+      result.has_params = true;
+      result.params = options_.tunables->TakeUpdate();
+    }
+    answer = Serialize(result);
   }
   HVDA_RETURN_IF_ERROR(transport_->Broadcast(&answer));
   ResponseList decided;
   HVDA_RETURN_IF_ERROR(Deserialize(answer, &decided));
+  // Every rank, this cycle, before fusing (NOTE [Autotune sync]).
+  if (decided.has_params && options_.tunables) options_.tunables->Apply(decided.params);
 
   const bool cacheable = joined_count_ == 0 && decided.joined_count == 0;
   for (const Response& resp : decided.responses) {

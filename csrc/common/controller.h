@@ -7,13 +7,16 @@
 //     to all ranks; slow path: gather uncached requests at set-rank 0, whose
 //     Coordinator answers with a broadcast response list;
 //  4. fuse the result (identically on every rank).
-// See NOTE [Identical caches] in response_cache.h.
+// See NOTE [Identical caches] in response_cache.h. The fusion threshold may
+// change while the job runs (autotune): NOTE [Autotune sync] in
+// autotune/parameter_manager.h.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <vector>
 
+#include "common/autotune/parameter_manager.h"
 #include "common/coordinator.h"
 #include "common/message.h"
 #include "common/response_cache.h"
@@ -24,7 +27,12 @@ namespace hvda {
 struct ControllerOptions {
   int process_set_id = 0;  // for messages
   size_t cache_capacity = 1024;
-  int64_t fusion_threshold_bytes = 128 << 20;
+  int64_t fusion_threshold_bytes = 128 << 20;  // used when `tunables` is null
+  // The current fusion threshold of every set of the runtime (shared; may be
+  // null). drives_autotune: this is the global set's controller, which
+  // feeds the manager and carries its updates (NOTE [Autotune sync]).
+  std::shared_ptr<ParameterManager> tunables;
+  bool drives_autotune = false;
   StallOptions stall;
   // A cache hit that other ranks have not matched for this long is sent to
   // the coordinator instead, so the stall inspector can see it.
@@ -70,8 +78,12 @@ class Controller {
     std::chrono::steady_clock::time_point since;
   };
 
+  // new_params: set-rank 0 of the global set has tuned values to send.
   Status SlowPath(std::vector<Request> to_send, bool shutdown_requested, bool stuck,
-                  ResponseList* out);
+                  bool new_params, ResponseList* out);
+  // Fuses out->responses with the current threshold; on the tuning rank,
+  // feeds them to the parameter manager.
+  void Finish(ResponseList* out);
   void Answered(const std::string& name, Request* local);  // drops the pending entry
 
   ControllerTransport* transport_;

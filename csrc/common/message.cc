@@ -157,9 +157,13 @@ Status Deserialize(const std::string& bytes, RequestList* out) {
 
 std::string Serialize(const ResponseList& l) {
   Writer w;
-  w.Pod<uint8_t>((l.shutdown ? 1 : 0) | (l.all_stuck ? 2 : 0));
+  w.Pod<uint8_t>((l.shutdown ? 1 : 0) | (l.all_stuck ? 2 : 0) | (l.has_params ? 4 : 0));
   w.Pod(l.joined_count);
   w.Vec(l.shutdown_ranks);
+  if (l.has_params) {
+    w.Pod(l.params.fusion_threshold_bytes);
+    w.Pod(l.params.cycle_time_ms);
+  }
   w.Pod<uint64_t>(l.responses.size());
   for (const auto& r : l.responses) {
     w.Pod(r.type);
@@ -186,11 +190,15 @@ Status Deserialize(const std::string& bytes, ResponseList* out) {
   Reader rd(bytes);
   uint8_t shutdown;
   uint64_t n;
-  if (!rd.Pod(&shutdown) || !rd.Pod(&out->joined_count) || !rd.Vec(&out->shutdown_ranks) ||
-      !rd.Pod(&n))
+  if (!rd.Pod(&shutdown) || !rd.Pod(&out->joined_count) || !rd.Vec(&out->shutdown_ranks))
     return Corrupt("response list");
   out->shutdown = (shutdown & 1) != 0;
   out->all_stuck = (shutdown & 2) != 0;
+  out->has_params = (shutdown & 4) != 0;
+  if (out->has_params &&
+      (!rd.Pod(&out->params.fusion_threshold_bytes) || !rd.Pod(&out->params.cycle_time_ms)))
+    return Corrupt("response list");
+  if (!rd.Pod(&n)) return Corrupt("response list");
   out->responses.resize(n);
   for (auto& r : out->responses) {
     uint64_t names, shapes;

@@ -88,12 +88,22 @@ struct RequestList {
   bool stuck = false;
 };
 
+// The tunable settings every rank applies from one cycle on (autotune,
+// docs/design/autotune.md): global rank 0 sends them with the global set's
+// response list; every rank applies them to that very cycle's fusion.
+struct TunedParameters {
+  int64_t fusion_threshold_bytes = 0;
+  double cycle_time_ms = 0;
+};
+
 struct ResponseList {
   std::vector<Response> responses;
   bool shutdown = false;
   bool all_stuck = false;    // every member's RequestList said stuck
   int32_t joined_count = 0;  // ranks joined after this cycle
   std::vector<int64_t> shutdown_ranks;  // global ranks that asked to shut down
+  bool has_params = false;  // global set only: `params` take effect this cycle
+  TunedParameters params;
 };
 
 std::string Serialize(const RequestList& l);

@@ -12,6 +12,7 @@
 #include "common/transport/backend_controller_transport.h"
 #include "common/transport/gloo_controller_transport.h"
 #include "common/util/thread_affinity.h"
+#include "devices/cpu/hierarchical_backend.h"
 #include "devices/cpu/mpi_backend.h"
 #include "devices/cpu/register.h"
 
@@ -132,6 +133,8 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   int affinity_core = -1;
   HVDA_RETURN_IF_ERROR(AffinityCoreFor(config_.GetString("HOROVOD_THREAD_AFFINITY"),
                                        topo_.local_rank, &affinity_core));
+  AutotuneOptions autotune;
+  HVDA_RETURN_IF_ERROR(AutotuneOptionsFromConfig(config_, &autotune));
   dynamic_sets_ = dynamic || config_.GetBool("HOROVOD_DYNAMIC_PROCESS_SETS");
   deadlock_seconds_ = std::max(0.0, config_.GetFloat("HOROVOD_DEADLOCK_TIMEOUT_SECONDS"));
   const std::string controller = SplitList(config_.GetString("HOROVOD_CONTROLLER")).empty()
@@ -198,11 +201,20 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
       return Status::InvalidArgument(err + " (HOROVOD_TIMELINE)");
   }
 
-  if (config_.GetBool("HOROVOD_AUTOTUNE") && topo_.rank == 0)
-    log_.Log(LogLevel::kWarning,
-             "HOROVOD_AUTOTUNE is set, but horovod_accel does not autotune yet: the fusion "
-             "threshold and cycle time stay as configured (HOROVOD_FUSION_THRESHOLD, "
-             "HOROVOD_CYCLE_TIME).");
+  {
+    // The autotune log's hierarchical columns: what the CPU backends use
+    // (not tuned; csrc/devices/cpu/register.cc decides).
+    CommunicatorSpec job;
+    job.size = topo_.size;
+    job.hosts = topo_.hosts;
+    const bool hierarchy = cpu::HierarchicalBackend::HasHierarchy(job);
+    auto used = [&](const char* env) {
+      return hierarchy && (!config_.IsSet(env) || config_.GetBool(env));
+    };
+    autotune.hierarchical_allreduce = used("HOROVOD_HIERARCHICAL_ALLREDUCE");
+    autotune.hierarchical_allgather = used("HOROVOD_HIERARCHICAL_ALLGATHER");
+    tunables_ = std::make_shared<ParameterManager>(autotune, topo_.rank == 0, &log_);
+  }
 
   std::vector<int> all(topo_.size);
   for (int r = 0; r < topo_.size; ++r) all[r] = r;
@@ -343,6 +355,8 @@ Status Runtime::CreateProcessSet(int id, std::vector<int> ranks,
     opts.process_set_id = id;
     opts.cache_capacity = static_cast<size_t>(std::max<int64_t>(0, config_.GetInt("HOROVOD_CACHE_CAPACITY")));
     opts.fusion_threshold_bytes = config_.GetInt("HOROVOD_FUSION_THRESHOLD");
+    opts.tunables = tunables_;  // NOTE [Autotune sync]
+    opts.drives_autotune = id == 0;
     opts.stall.enabled = !config_.GetBool("HOROVOD_STALL_CHECK_DISABLE");
     opts.stall.warning_seconds = config_.GetFloat("HOROVOD_STALL_CHECK_TIME_SECONDS");
     opts.stall.shutdown_seconds = config_.GetFloat("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS");

@@ -65,7 +65,17 @@ const std::vector<ConfigOption>& ConfigOptions() {
       {"HOROVOD_GPU_ALLTOALL", ConfigType::kString, "", "upstream's GPU alltoall backend"},
       {"HOROVOD_GPU_REDUCESCATTER", ConfigType::kString, "", "upstream's GPU reducescatter backend"},
       {"HOROVOD_AUTOTUNE", ConfigType::kBool, "0",
-       "autotuning (not implemented: a warning, fusion threshold and cycle time stay as set)"},
+       "Bayesian autotuning of the fusion threshold and cycle time that are not set explicitly"},
+      {"HOROVOD_AUTOTUNE_LOG", ConfigType::kString, "",
+       "CSV log of the autotuning trials, written by rank 0 (upstream's columns)"},
+      {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", ConfigType::kInt, "3",
+       "autotune: trials run and discarded before any is scored"},
+      {"HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", ConfigType::kInt, "10",
+       "autotune: steps (a tensor reduced again) per sample; a trial's score is the median of 5"},
+      {"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", ConfigType::kInt, "20",
+       "autotune: scored trials, after which the best values are kept"},
+      {"HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", ConfigType::kFloat, "0.8",
+       "autotune: observation noise of the Gaussian process, relative to the scores' spread, in [0, 1]"},
   };
   return kOptions;
 }
