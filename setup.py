@@ -54,6 +54,10 @@ class CMakeBuild(build_ext):
         subprocess.check_call([cmake, "-S", HERE, "-B", build_dir] + cfg)
         jobs = os.environ.get("HVDA_BUILD_JOBS", str(os.cpu_count() or 2))
         subprocess.check_call([cmake, "--build", build_dir, "--target", "_core", "-j", jobs])
+        if _cmake_cache_flag(build_dir, "HVDA_TENSORFLOW_OPS"):
+            # The TensorFlow op library (csrc/tensorflow), configured only
+            # where this interpreter imports tensorflow.
+            subprocess.check_call([cmake, "--build", build_dir, "--target", "hvda_tf_ops", "-j", jobs])
 
     def copy_extensions_to_source(self):
         """Editable installs: setuptools copies only `_core` from its build
@@ -65,6 +69,20 @@ class CMakeBuild(build_ext):
         package_dir = self.get_finalized_command("build_py").get_package_dir("horovod_accel")
         for lib in glob.glob(os.path.join(built, "libhvda_mpi_*.so")):
             self.copy_file(lib, os.path.join(package_dir, os.path.basename(lib)), level=self.verbose)
+        tf_lib = os.path.join(built, "tensorflow", "libhvda_tf_ops.so")
+        if os.path.exists(tf_lib):
+            self.copy_file(tf_lib, os.path.join(package_dir, "tensorflow", "libhvda_tf_ops.so"),
+                           level=self.verbose)
+
+
+def _cmake_cache_flag(build_dir, name):
+    """True if CMakeCache.txt in build_dir sets `name` ON."""
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt"), encoding="utf-8") as f:
+            return any(line.strip().split("=", 1)[-1] == "ON"
+                       for line in f if line.startswith(name + ":"))
+    except OSError:
+        return False
 
 
 def read_readme():

@@ -57,7 +57,7 @@ class Hvda:
         hvd.init()
         self.rank, self.size = hvd.rank(), hvd.size()
         if bucket_mb is not None:
-            from horovod_accel.torch import optimizer_buckets
+            from horovod_accel.common import buckets as optimizer_buckets
             optimizer_buckets.DEFAULT_BUCKET_BYTES = int(bucket_mb * 2**20)
 
     def wrap(self, model, opt):

@@ -67,5 +67,6 @@ PYBIND11_MODULE(_core, m) {
         "Every HOROVOD_* setting the core reads: (env var, default, doc).");
   python::BindWork(m);
   python::BindRuntime(m);
+  python::BindCoreCApi(m);
   python::BindPlugins(m);
 }

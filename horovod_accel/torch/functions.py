@@ -7,7 +7,8 @@ They block until done and raise HorovodInternalError if a collective fails.
 """
 import torch
 
-from horovod_accel.common.objects import deserialize, object_op_names, serialize
+from horovod_accel.common.objects import (allgather_object_with, broadcast_object_with,
+                                           object_op_names)
 from horovod_accel.common.process_sets import global_process_set
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.mpi_ops import (allgather, broadcast_, broadcast_async_, rank,
@@ -42,12 +43,11 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
 # ---------------------------------------------------------------- objects
 
 
-def _to_bytes_tensor(obj):
-    return torch.frombuffer(bytearray(serialize(obj)), dtype=torch.uint8)
-
-
-def _from_bytes_tensor(t):
-    return deserialize(t.numpy().tobytes())
+def _bytes_tensor(data, n):
+    """A uint8 tensor of `data` (bytes), or of n uninitialised bytes."""
+    if data is None:
+        return torch.empty(n, dtype=torch.uint8)
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
@@ -58,32 +58,30 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
     '<name>.t'; see horovod_accel/common/objects.py for unnamed calls).
     """
     size_name, data_name = object_op_names("broadcast_object", name)
-    is_root = rank() == root_rank
-    if is_root:
-        payload = _to_bytes_tensor(obj)
-        sz = torch.tensor([payload.numel()], dtype=torch.int64)
-    else:
-        sz = torch.zeros(1, dtype=torch.int64)
-    broadcast_(sz, root_rank, size_name, process_set=process_set)
-    if not is_root:
-        payload = torch.empty(int(sz[0]), dtype=torch.uint8)
-    broadcast_(payload, root_rank, data_name, process_set=process_set)
-    return obj if is_root else _from_bytes_tensor(payload)
+
+    def broadcast_size(n):
+        sz = torch.tensor([n], dtype=torch.int64)
+        broadcast_(sz, root_rank, size_name, process_set=process_set)
+        return int(sz[0])
+
+    def broadcast_bytes(data, n):
+        payload = _bytes_tensor(data, n)
+        broadcast_(payload, root_rank, data_name, process_set=process_set)
+        return payload.numpy().tobytes()
+
+    return broadcast_object_with(obj, rank() == root_rank, broadcast_size, broadcast_bytes)
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Returns the list of every set rank's `obj`, in set-rank order
     (serialized with cloudpickle; objects may differ in type and size)."""
     size_name, data_name = object_op_names("allgather_object", name)
-    payload = _to_bytes_tensor(obj)
-    sizes = allgather(torch.tensor([payload.numel()], dtype=torch.int64), name=size_name,
-                      process_set=process_set).tolist()
-    gathered = allgather(payload, name=data_name, process_set=process_set)
-    out, offset = [], 0
-    for n in sizes:
-        out.append(_from_bytes_tensor(gathered[offset:offset + n]))
-        offset += n
-    return out
+    return allgather_object_with(
+        obj,
+        lambda n: allgather(torch.tensor([n], dtype=torch.int64), name=size_name,
+                            process_set=process_set).tolist(),
+        lambda data: allgather(_bytes_tensor(data, 0), name=data_name,
+                               process_set=process_set).numpy().tobytes())
 
 
 # ---------------------------------------------------------------- optimizer state

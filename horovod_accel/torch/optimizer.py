@@ -6,13 +6,13 @@
 param_groups, defaults and state. A hook on every parameter fires when its
 gradient has been accumulated by backward; after `backward_passes_per_step`
 passes the parameter counts as ready, and once all parameters of its bucket
-(optimizer_buckets.py) are ready the bucket's gradients are submitted to the
+(horovod_accel/common/buckets.py) are ready the bucket's gradients are submitted to the
 core asynchronously, so communication overlaps the rest of backward.
 `step()` waits for every bucket (submitting zeros for gradients this rank did
 not compute, so ranks never hang on an unused parameter), writes the reduced
 gradients into `p.grad` and then runs the wrapped optimizer's step.
 
-Buckets (optimizer_buckets.py) are planned from parameter order, shapes and
+Buckets (horovod_accel/common/buckets.py) are planned from parameter order, shapes and
 dtypes only, so every rank submits the same ops under the same names; a
 bucket of one dense gradient is reduced in place in `p.grad`, without copies.
 Sparse gradients go through `sparse_allreduce_async` (two allgathers) unless
@@ -35,7 +35,8 @@ from contextlib import contextmanager
 
 import torch
 
-from horovod_accel.torch import optimizer_buckets
+from horovod_accel.common import buckets as _buckets
+from horovod_accel.common import optimizer_args as _args
 from horovod_accel.torch.compression import Compression
 from horovod_accel.torch.mpi_ops import (Adasum, Average, Sum, allreduce_async_,
                                          global_process_set, grouped_allreduce_async_, size,
@@ -62,10 +63,12 @@ class _WrappedOptimizer:
     torch optimizer's class (this module's and optimizer_adasum.py's)."""
 
 
-def _check_passes(passes):
-    """ValueError unless backward_passes_per_step is a positive integer."""
-    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
-        raise ValueError(f"backward_passes_per_step must be a positive integer, got {passes!r}")
+_check_passes = _args.check_backward_passes
+
+
+def _describe(p):
+    """(gradient bytes, bucket key) of a parameter, for common/buckets.py."""
+    return p.numel() * p.element_size(), (p.dtype, p.device)
 
 
 def _wrap(optimizer, mixin):
@@ -95,18 +98,15 @@ class _DistributedOptimizer(_WrappedOptimizer):
         self.process_set = process_set
         # Adasum only reaches here with one rank (elastic), where it is the identity.
         self._hvd_op = Sum if op == Adasum else op
-        if op == Average:
-            # The core multiplies by 1/size after postscale for Average.
-            self._hvd_prescale = 1.0 / gradient_predivide_factor
-            self._hvd_postscale = gradient_predivide_factor
-        else:
-            self._hvd_prescale = self._hvd_postscale = 1.0
+        self._hvd_prescale, self._hvd_postscale = _args.predivide_scales(
+            op, gradient_predivide_factor)
 
         self._parameter_names = _parameter_names(self.param_groups, named_parameters)
         params = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
-        optimizer_buckets.validate_groups(groups)
-        self._hvd_buckets = optimizer_buckets.plan_buckets(
-            params, self._parameter_names, groups, optimizer_buckets.DEFAULT_BUCKET_BYTES)
+        _buckets.validate_groups(groups, lambda p: isinstance(p, torch.Tensor), "torch.Tensor")
+        self._hvd_buckets = _buckets.plan_buckets(
+            params, [self._parameter_names[p] for p in params], groups,
+            _buckets.DEFAULT_BUCKET_BYTES, _describe)
         self._hvd_bucket_of = {p: b for b in self._hvd_buckets for p in b.params}
         self._hvd_submitted = []     # buckets in flight, in submission order
         self._hvd_sparse_dims = {}   # parameter -> sparse_dim of its last sparse gradient
@@ -350,16 +350,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if isinstance(optimizer, _WrappedOptimizer):
         raise ValueError("optimizer is already a DistributedOptimizer; wrap the plain torch "
                          "optimizer once.")
-    if gradient_predivide_factor != 1.0 and op != Average:
-        raise ValueError("gradient_predivide_factor not supported with op != Average")
-    if num_groups != 0:
-        warnings.warn("Parameter `num_groups` has been replaced by `groups` "
-                      "and will be removed in v0.23.0.", DeprecationWarning)
-        if groups is None:
-            groups = num_groups
-    if getattr(process_set, "process_set_id", None) is None:
-        raise ValueError(f"process_set {process_set} is not registered: pass it to "
-                         f"hvd.init(process_sets=[...]) or hvd.add_process_set() first.")
+    _args.check_predivide(op, gradient_predivide_factor)
+    groups = _buckets.resolve_groups(num_groups, groups)
+    _args.check_process_set(process_set)
     if op == Adasum and size() > 1:
         if process_set.process_set_id != global_process_set.process_set_id:
             raise NotImplementedError("Adasum does not support non-global process sets yet.")

@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 import horovod.torch as hvd
-from horovod_accel.torch import optimizer_buckets
+from horovod_accel.common import buckets as optimizer_buckets
 from train_common import batch, check, mlp, mse, shard, train_pair
 
 BATCH = 12   # samples per rank and pass

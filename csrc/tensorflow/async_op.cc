@@ -1,0 +1,120 @@
+#include "async_op.h"
+
+#include "core_link.h"
+#include "tensorflow/c/tf_tensor.h"
+
+namespace hvda_tf {
+
+// NOTE [Taking TF's done callback]
+// TF_NewAsyncKernelBuilder hands compute_async_func a
+// TF_AsyncOpKernelDoneCallback* that TensorFlow's C API implementation
+// (tensorflow/c/kernels.cc, CAsyncOpKernel::ComputeAsync) makes by taking the
+// address of its own by-value `AsyncOpKernel::DoneCallback done` parameter: a
+// std::function<void()> that lives only until compute_async_func returns.
+// TF_RunAsyncOpKernelDoneCallback(done) therefore works only *inside*
+// compute_async_func, which would make the op synchronous and block one of
+// TF's inter-op threads per pending collective (ranks whose threads block on
+// different ops would deadlock). So we move that std::function into one we
+// own before returning, and call ours when the collective completes. This
+// relies on two facts, true of every TF release that has the async builder
+// (2.11 .. 2.21): the pointee is a std::function<void()>, and TF links the
+// same libstdc++ (libstdc++.so.6, whose std::function layout is part of its
+// stable ABI) as this library. It needs no TF C++ header.
+AsyncOp::AsyncOp(TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done)
+    : ctx_(ctx), done_(std::move(*reinterpret_cast<std::function<void()>*>(done))) {}
+
+AsyncOp::~AsyncOp() {
+  for (TF_Tensor* t : kept_) TF_DeleteTensor(t);
+}
+
+TF_Tensor* AsyncOp::Input(int i) {
+  ScopedStatus s;
+  TF_Tensor* t = nullptr;
+  TF_GetInput(ctx_, i, &t, s.get());
+  if (!s.ok() || t == nullptr) {
+    Fail(TF_INTERNAL, "cannot read input " + std::to_string(i) + ": " + s.message());
+    return nullptr;
+  }
+  kept_.push_back(t);
+  return t;
+}
+
+void AsyncOp::Fail(TF_Code code, const std::string& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (code_ != TF_OK) return;
+  code_ = code;
+  message_ = message;
+}
+
+bool AsyncOp::failed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return code_ != TF_OK;
+}
+
+bool AsyncOp::Start(size_t n) {
+  if (CoreApi() == nullptr || CoreRuntime() == nullptr) {
+    Fail(TF_FAILED_PRECONDITION, LinkError());
+    Finish();
+    return false;
+  }
+  slots_.resize(n);
+  for (size_t i = 0; i < n; ++i) slots_[i] = Slot{this, static_cast<int>(i)};
+  // One extra count held by the submitting thread: completions that run
+  // inside the enqueue call (a runtime that already failed) cannot finish
+  // the op under us.
+  pending_.store(static_cast<int>(n) + 1, std::memory_order_release);
+  return true;
+}
+
+void AsyncOp::Enqueued(int32_t rc) {
+  if (rc != HVDA_CORE_OK) {
+    // No done callback comes for any op of that call.
+    Fail(TfCode(rc), CoreApi()->last_error());
+    Finish();
+    return;
+  }
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
+}
+
+void AsyncOp::Submit(std::vector<hvda_core_op> ops) {
+  if (!Start(ops.size())) return;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ops[i].done = &AsyncOp::OnCoreDone;
+    ops[i].done_user = &slots_[i];
+  }
+  Enqueued(CoreApi()->enqueue(CoreRuntime(), ops.data(), static_cast<int32_t>(ops.size())));
+}
+
+void AsyncOp::SubmitJoin() {
+  if (!Start(1)) return;
+  Enqueued(CoreApi()->enqueue_join(CoreRuntime(), -1, &AsyncOp::OnCoreDone, &slots_[0]));
+}
+
+void AsyncOp::SubmitBarrier(int32_t process_set_id) {
+  if (!Start(1)) return;
+  Enqueued(CoreApi()->enqueue_barrier(CoreRuntime(), process_set_id, &AsyncOp::OnCoreDone,
+                                      &slots_[0]));
+}
+
+void AsyncOp::OnCoreDone(void* user, const hvda_core_result* result) {
+  Slot* slot = static_cast<Slot*>(user);
+  AsyncOp* op = slot->op;
+  if (result->status != HVDA_CORE_OK) {
+    op->Fail(TfCode(result->status), result->message ? result->message : "unknown error");
+  } else if (!op->failed()) {
+    op->OnResult(slot->index, *result);
+  }
+  if (op->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) op->Finish();
+}
+
+void AsyncOp::Finish() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (code_ != TF_OK) SetFailure(ctx_, code_, message_);
+  }
+  std::function<void()> done = std::move(done_);
+  delete this;  // drops our references to the inputs/outputs first
+  done();
+}
+
+}  // namespace hvda_tf

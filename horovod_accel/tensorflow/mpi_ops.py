@@ -1,0 +1,362 @@
+"""Upstream's `horovod.tensorflow.mpi_ops`: the TensorFlow collective ops, their
+gradients, and the basic API (init, size, rank, ...).
+
+The ops are real TensorFlow graph ops with async CPU kernels from the op
+library `libhvda_tf_ops.so` (csrc/tensorflow/, built against TensorFlow's C
+API only; docs/design/tensorflow.md). They work in eager mode, inside
+tf.function and in TF1 graphs. Loading this module loads the library and
+hands it the core's C API table (`_core.Runtime.c_api()`).
+
+Core tensor names (they match ops across ranks):
+- graph mode / tf.function: the TF node name, as upstream. `name` given ->
+  that node name (under the current name scope unless ignore_name_scope);
+  else `Horovod<Op>_<tensor name>`; TF makes node names unique in a graph.
+- eager mode: `name` when given, else `Horovod<Op>.noname.<n>` with n from
+  the shared unnamed-op counters (horovod_accel/common/handles.py), so ranks
+  that issue the same unnamed ops agree, also across join().
+Errors raise TensorFlow's exceptions with the core's message: a cross-rank
+mismatch -> tf.errors.FailedPreconditionError, a bad argument ->
+tf.errors.InvalidArgumentError, shutdown / a lost peer -> tf.errors.AbortedError
+(others tf.errors.UnknownError).
+"""
+import ctypes
+import os
+import re
+
+import tensorflow as tf
+from tensorflow.python.framework import ops as _tf_ops
+
+from horovod_accel.common.basics import HorovodBasics as _HorovodBasics
+from horovod_accel.common.default_runtime import DEFAULT_RUNTIME as _DEFAULT_RUNTIME
+from horovod_accel.common.exceptions import HorovodInternalError  # noqa: F401 (re-export)
+from horovod_accel.common.handles import HANDLES as _HANDLES
+from horovod_accel.common.process_sets import (ProcessSet, add_process_set, global_process_set,
+                                               remove_process_set)
+from horovod_accel.common.util import get_average_backwards_compatibility_fun, num_rank_is_power_2
+
+_LIB_FILE = "libhvda_tf_ops.so"
+_BUILD_HINT = ("Build it from the source tree with `pip install -e .` (with tensorflow installed "
+               "in that environment), or `cmake -S . -B build/python "
+               "-DHVDA_PYTHON_OUTPUT_DIR=$PWD/horovod_accel && cmake --build build/python "
+               "--target hvda_tf_ops`.")
+
+
+def _load_library():
+    """Loads the op library and connects it to the process's core runtime."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIB_FILE)
+    if not os.path.exists(path):
+        raise ImportError(f"horovod_accel's TensorFlow op library ({path}) is not built. "
+                          f"{_BUILD_HINT}")
+    try:
+        lib = tf.load_op_library(path)
+    except Exception as e:  # tf.errors.NotFoundError and friends
+        raise ImportError(f"horovod_accel's TensorFlow op library failed to load: {e}. "
+                          f"{_BUILD_HINT}") from e
+    table, runtime = _DEFAULT_RUNTIME.runtime().c_api()
+    setter = ctypes.CDLL(path).hvda_tf_set_core_api
+    setter.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+    setter.restype = ctypes.c_int
+    if setter(table, runtime) != 0:
+        raise ImportError(f"{path} does not match this horovod_accel core (core C API version "
+                          f"mismatch). {_BUILD_HINT}")
+    return lib
+
+
+MPI_LIB = _load_library()
+_basics = _HorovodBasics()
+
+# ---------------------------------------------------------------- basics
+init = _basics.init
+shutdown = _basics.shutdown
+is_initialized = _basics.is_initialized
+start_timeline = _basics.start_timeline
+stop_timeline = _basics.stop_timeline
+size = _basics.size
+local_size = _basics.local_size
+cross_size = _basics.cross_size
+rank = _basics.rank
+local_rank = _basics.local_rank
+cross_rank = _basics.cross_rank
+is_homogeneous = _basics.is_homogeneous
+mpi_threads_supported = _basics.mpi_threads_supported
+mpi_enabled = _basics.mpi_enabled
+mpi_built = _basics.mpi_built
+gloo_enabled = _basics.gloo_enabled
+gloo_built = _basics.gloo_built
+nccl_built = _basics.nccl_built
+ddl_built = _basics.ddl_built
+ccl_built = _basics.ccl_built
+cuda_built = _basics.cuda_built
+rocm_built = _basics.rocm_built
+
+Average = _basics.Average
+Sum = _basics.Sum
+Adasum = _basics.Adasum
+Min = _basics.Min
+Max = _basics.Max
+Product = _basics.Product
+
+handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(_basics)
+
+
+def check_num_rank_power_of_2(num_rank):
+    """Upstream helper for Adasum: ValueError unless num_rank is a power of 2."""
+    if not num_rank_is_power_2(num_rank):
+        raise ValueError("Adasum reduction can only be used with a number of ranks that is a "
+                         f"power of 2, got {num_rank}.")
+
+
+def _executing_eagerly():
+    """True in eager mode (upstream's helper; False inside tf.function and TF1 graphs)."""
+    return tf.executing_eagerly()
+
+
+def _normalize_name(name):
+    """A TF tensor name as a valid node-name fragment (upstream's rule)."""
+    return re.sub("[^a-zA-Z0-9_]", "_", name)
+
+
+def _ps_id(process_set):
+    if not isinstance(process_set, ProcessSet):
+        raise ValueError(f"process_set must be an hvd.ProcessSet, got {type(process_set).__name__}.")
+    if process_set.process_set_id is None:
+        raise ValueError(f"{process_set} is not registered: pass it to hvd.init(process_sets=[...]) "
+                         f"or hvd.add_process_set() first.")
+    return process_set.process_set_id
+
+
+def _run(op_type, fn, name_source, name, process_set_id, **attrs):
+    """Calls the raw op `fn` with the core name rules of this module's
+    docstring. `name_source` (a tensor) names the node in graph mode (None:
+    op_type alone)."""
+    if _executing_eagerly():
+        if name is not None:
+            return fn(tensor_name=str(name), process_set_id=process_set_id, **attrs)
+        return _HANDLES.run_unnamed(
+            op_type, process_set_id,
+            lambda core_name: fn(tensor_name=core_name, process_set_id=process_set_id, **attrs),
+            rejected=(tf.errors.InvalidArgumentError,))
+    if name is None:
+        name = (op_type if name_source is None
+                else f"{op_type}_{_normalize_name(name_source.name)}")
+    return fn(tensor_name="", name=name, process_set_id=process_set_id, **attrs)
+
+
+def _first(tensors):
+    return tensors[0] if tensors else None
+
+
+# ---------------------------------------------------------------- allreduce
+
+
+def _allreduce_ps(tensor, name, op, prescale_factor, postscale_factor, ignore_name_scope,
+                  process_set_id):
+    return _run("HorovodAllreduce", MPI_LIB.horovod_allreduce, tensor, name, process_set_id,
+                tensor=tensor, reduce_op=int(op), prescale_factor=float(prescale_factor),
+                postscale_factor=float(postscale_factor), ignore_name_scope=ignore_name_scope)
+
+
+def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=1.0,
+               ignore_name_scope=False, process_set=global_process_set):
+    """Allreduce of a dense tensor (no compression, no IndexedSlices); a new
+    tensor of the same shape and dtype. op: Average, Sum, Adasum, Min, Max,
+    Product. Average divides by the process set's size in the core."""
+    tensor = tf.convert_to_tensor(tensor)
+    return _allreduce_ps(tensor, name, op, prescale_factor, postscale_factor, ignore_name_scope,
+                         _ps_id(process_set))
+
+
+
+def _grouped_allreduce_ps(tensors, name, op, prescale_factor, postscale_factor, ignore_name_scope,
+                          process_set_id):
+    if not tensors:
+        return []
+    return _run("HorovodGroupedAllreduce", MPI_LIB.horovod_grouped_allreduce, _first(tensors),
+                name, process_set_id, tensors=tensors, reduce_op=int(op),
+                prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
+                ignore_name_scope=ignore_name_scope)
+
+
+def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscale_factor=1.0,
+                       ignore_name_scope=False, process_set=global_process_set):
+    """Allreduce of a list of dense tensors, negotiated and fused as one
+    group (dtypes may differ); a list of new tensors."""
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    return _grouped_allreduce_ps(tensors, name, op, prescale_factor, postscale_factor,
+                                 ignore_name_scope, _ps_id(process_set))
+
+
+
+# ---------------------------------------------------------------- gather / broadcast / alltoall
+
+
+def _allgather_ps(tensor, name, ignore_name_scope, process_set_id):
+    return _run("HorovodAllgather", MPI_LIB.horovod_allgather, tensor, name, process_set_id,
+                tensor=tensor, ignore_name_scope=ignore_name_scope)
+
+
+def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
+    """Concatenates `tensor` of every rank of the set along dimension 0 (the
+    first dimension may differ between ranks; the others must match)."""
+    tensor = tf.convert_to_tensor(tensor)
+    return _allgather_ps(tensor, name, ignore_name_scope, _ps_id(process_set))
+
+
+def grouped_allgather(tensors, name=None, ignore_name_scope=False, process_set=global_process_set):
+    """allgather of each tensor of a list, negotiated as one group."""
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    if not tensors:
+        return []
+    return _run("HorovodGroupedAllgather", MPI_LIB.horovod_grouped_allgather, _first(tensors), name,
+                _ps_id(process_set), tensors=tensors, ignore_name_scope=ignore_name_scope)
+
+
+def _broadcast_ps(tensor, root_rank, name, ignore_name_scope, process_set_id):
+    return _run("HorovodBroadcast", MPI_LIB.horovod_broadcast, tensor, name, process_set_id,
+                tensor=tensor, root_rank=int(root_rank), ignore_name_scope=ignore_name_scope)
+
+
+def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set=global_process_set):
+    """`tensor` of global rank root_rank, on every rank of the set (a new tensor)."""
+    tensor = tf.convert_to_tensor(tensor)
+    return _broadcast_ps(tensor, root_rank, name, ignore_name_scope, _ps_id(process_set))
+
+
+def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
+    """In-place broadcast: assigns to each tf.Variable of `variables` (one or
+    a list) its value on global rank root_rank. Returns the assigned
+    variables (eager) or the assign ops (graph), a list when given a list.
+    Names: "<name>_<i>" when name is given."""
+    single = not isinstance(variables, (list, tuple))
+    var_list = [variables] if single else list(variables)
+    ps = _ps_id(process_set)
+    out = []
+    for i, v in enumerate(var_list):
+        op_name = None if name is None else (name if single else f"{name}_{i}")
+        value = _broadcast_ps(tf.convert_to_tensor(v), root_rank, op_name, False, ps)
+        out.append(v.assign(value))
+    return out[0] if single else out
+
+
+def _alltoall_ps(tensor, splits, name, ignore_name_scope, process_set_id):
+    return _run("HorovodAlltoall", MPI_LIB.horovod_alltoall, tensor, name, process_set_id,
+                tensor=tensor, splits=splits, ignore_name_scope=ignore_name_scope)
+
+
+def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
+             process_set=global_process_set):
+    """Sends splits[i] rows (dimension 0) of `tensor` to set rank i and
+    concatenates what each rank sent here. splits None: equal parts (dim 0
+    divisible by the set size). Returns (output, received_splits) when
+    splits is given, else output."""
+    tensor = tf.convert_to_tensor(tensor)
+    split_t = tf.zeros([0], tf.int32) if splits is None else tf.cast(splits, tf.int32)
+    out, received = _alltoall_ps(tensor, split_t, name, ignore_name_scope, _ps_id(process_set))
+    return out if splits is None else (out, received)
+
+
+# ---------------------------------------------------------------- reducescatter
+
+
+def _reducescatter_ps(tensor, name, op, prescale_factor, postscale_factor, ignore_name_scope,
+                      process_set_id):
+    return _run("HorovodReducescatter", MPI_LIB.horovod_reducescatter, tensor, name,
+                process_set_id, tensor=tensor, reduce_op=int(op),
+                prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
+                ignore_name_scope=ignore_name_scope)
+
+
+def _reducescatter(tensor, name=None, op=Sum, ignore_name_scope=False,
+                   process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces `tensor` over the set and returns this rank's part of
+    dimension 0 (set ranks below dim0 % size get one extra row)."""
+    tensor = tf.convert_to_tensor(tensor)
+    return _reducescatter_ps(tensor, name, op, prescale_factor, postscale_factor,
+                             ignore_name_scope, _ps_id(process_set))
+
+
+
+def _grouped_reducescatter_ps(tensors, name, op, prescale_factor, postscale_factor,
+                              ignore_name_scope, process_set_id):
+    if not tensors:
+        return []
+    return _run("HorovodGroupedReducescatter", MPI_LIB.horovod_grouped_reducescatter,
+                _first(tensors), name, process_set_id, tensors=tensors, reduce_op=int(op),
+                prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
+                ignore_name_scope=ignore_name_scope)
+
+
+def _grouped_reducescatter(tensors, name=None, op=Sum, ignore_name_scope=False,
+                           process_set=global_process_set, prescale_factor=1.0,
+                           postscale_factor=1.0):
+    """reducescatter of each dense tensor of a list, fused as one group."""
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    return _grouped_reducescatter_ps(tensors, name, op, prescale_factor, postscale_factor,
+                                     ignore_name_scope, _ps_id(process_set))
+
+
+
+# ---------------------------------------------------------------- join / barrier / queries
+
+
+def join():
+    """Marks this rank as done with its data and blocks until every rank
+    has joined; meanwhile other ranks' allreduces see zeros from it. Returns
+    the global rank that joined last (a scalar int32 tensor, as upstream; in
+    graph mode the op that does it)."""
+    out = MPI_LIB.horovod_join()
+    if _executing_eagerly():
+        # Ranks that joined early skipped the others' unnamed ops.
+        _HANDLES.realign()
+    return out
+
+
+def barrier(process_set=global_process_set):
+    """Blocks until every rank of the set reaches the barrier (eager); in
+    graph mode returns the op that does it."""
+    return MPI_LIB.horovod_barrier(process_set_id=_ps_id(process_set))
+
+
+def size_op(process_set_id=0, name=None):
+    """An op returning the number of ranks of process set process_set_id."""
+    return MPI_LIB.horovod_size(process_set_id=process_set_id, name=name)
+
+
+def local_size_op(name=None):
+    """An op returning the number of ranks on this host."""
+    return MPI_LIB.horovod_local_size(name=name)
+
+
+def rank_op(name=None):
+    """An op returning this process's global rank."""
+    return MPI_LIB.horovod_rank(name=name)
+
+
+def local_rank_op(name=None):
+    """An op returning this process's rank on its host."""
+    return MPI_LIB.horovod_local_rank(name=name)
+
+
+def process_set_included_op(process_set_id=0, name=None):
+    """An op returning 1 if this rank is in process set process_set_id, else 0."""
+    return MPI_LIB.horovod_process_set_included(process_set_id=process_set_id, name=name)
+
+
+# ---------------------------------------------------------------- gradients
+# Registered at import; TF calls them in graph mode and under GradientTape.
+
+from horovod_accel.tensorflow import mpi_grads as _mpi_grads  # noqa: E402,F401
+
+__all__ = [
+    "init", "shutdown", "is_initialized", "start_timeline", "stop_timeline", "size", "local_size",
+    "cross_size", "rank", "local_rank", "cross_rank", "is_homogeneous", "mpi_threads_supported",
+    "mpi_enabled", "mpi_built", "gloo_enabled", "gloo_built", "nccl_built", "ddl_built",
+    "ccl_built", "cuda_built", "rocm_built",
+    "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "global_process_set",
+    "add_process_set", "remove_process_set", "HorovodInternalError",
+    "handle_average_backwards_compatibility", "check_num_rank_power_of_2",
+    "allreduce", "grouped_allreduce", "allgather", "grouped_allgather", "broadcast", "broadcast_",
+    "alltoall",
+    "reducescatter", "grouped_reducescatter", "join", "barrier", "size_op", "local_size_op",
+    "rank_op", "local_rank_op", "process_set_included_op",
+]
