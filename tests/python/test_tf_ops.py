@@ -10,13 +10,14 @@ hard timeout.
 """
 import importlib.util
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from launch_util import REPO, horovodrun_script
+from launch_util import REPO, horovodrun_script, run
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
                                 reason="tensorflow is not installed (scripts/setup.sh installs "
@@ -90,3 +91,20 @@ def test_missing_library_message(tmp_path):
                                            "PATH": "/usr/bin:/bin"})
     assert "ERR" in r.stdout and "not built" in r.stdout and "hvda_tf_ops" in r.stdout, \
         r.stdout + r.stderr
+
+
+def test_ops_matrix_under_mpirun():
+    # Launched by mpirun instead of horovodrun (docs/design/mpi.md): hvd.init()
+    # forms the job from MPI, and the TF ops run over it like under horovodrun.
+    # Open MPI does not prefix the ranks' output, so each check's line is counted.
+    exe = shutil.which("mpirun.openmpi")
+    if exe is None:
+        pytest.skip("mpirun.openmpi is not installed (scripts/setup.sh installs openmpi-bin)")
+    r = run([exe, "--allow-run-as-root", "--oversubscribe", "-np", "2", sys.executable,
+             SCRIPTS / "ops_matrix.py", "eager"], timeout=HARD_TIMEOUT, TF_CPP_MIN_LOG_LEVEL=3)
+    assert r.returncode == 0, f"exit {r.returncode}\n--- stdout\n{r.stdout}\n--- stderr\n{r.stderr}"
+    for rank in range(2):
+        assert f"ALL OK rank {rank}" in r.stdout, r.stdout + r.stderr
+    for check in CHECKS:  # the ranks' lines may interleave mid-line
+        passes = re.findall(rf"PASS {check}(?![a-z0-9_])", r.stdout)
+        assert len(passes) == 2, f"{check} did not pass on both ranks:\n" + r.stdout
