@@ -1,10 +1,13 @@
 #!/usr/bin/env python
 """Training-step throughput: horovod_accel DistributedOptimizer against torch
 DDP (gloo) and the no-communication "ideal", measured back to back in one run.
+With --framework tf: Keras model.fit with horovod.tensorflow.keras against
+tf.distribute.MultiWorkerMirroredStrategy and "ideal" (see tf_jobs below).
 
     .venv/bin/python benchmarks/train_step.py                  # mlp + cnn, np 1 and 2
     .venv/bin/python benchmarks/train_step.py --quick          # smoke run
     .venv/bin/python benchmarks/train_step.py --models mlp --np 2 --repeats 3 --json out.json
+    .venv/bin/python benchmarks/train_step.py --framework tf   # Keras, mlp + cnn, np 2
 
 Per model and rank count N, jobs (all workers: train_peers/train_worker.py,
 one thread per process, the same SGD step on a fixed random batch):
@@ -15,6 +18,17 @@ Throughput = N x batch / median over iterations (after warm-up) of the
 per-iteration time, max over ranks (ideal: the sum of each process's own).
 hvda and ddp alternate over --repeats runs; the table shows the median run.
 See benchmarks/README.md.
+
+--framework tf (workers: train_peers/keras_worker.py, the same two models in
+Keras, model.fit, one intra-op thread per process):
+  ideal  N independent `--mode local` processes started at once
+  mwms   N `--mode mwms` processes, TF_CONFIG for a cluster of N workers on
+         127.0.0.1 (RING collectives on CPU; global batch = N x batch)
+  hvda   python -m horovod_accel.runner.launch -np N python keras_worker.py --mode hvda
+Each process times every step (Keras callback, batch begin to end); the driver
+takes the max over ranks per step, then the median over steps. All three run
+in every repeat (order of mwms and hvda alternating); the table shows medians
+over repeats and the same-repeat ratio hvda/MWMS as median [min..max].
 """
 import argparse
 import json
@@ -33,13 +47,51 @@ from allreduce import (REPO_ROOT, busy_processes, free_port, job_env, reason_lin
                        stop_job)
 
 WORKER = os.path.join(HERE, "train_peers", "train_worker.py")
+KERAS_WORKER = os.path.join(HERE, "train_peers", "keras_worker.py")
 PEERS = ("ideal", "ddp", "hvda")
+TF_PEERS = ("ideal", "mwms", "hvda")
 BATCH = {"mlp": 64, "cnn": 32}
 
 
 def worker_args(a, model, out):
     return ["--model", model, "--batch-size", str(BATCH[model]), "--iters", str(a.iters),
             "--warmup", str(a.warmup), "--out", out]
+
+
+def tf_jobs(peer, a, model, n, workdir, tag):
+    """--framework tf: ([(command, extra env)], [result path per rank])."""
+    py = sys.executable
+    prefix = os.path.join(workdir, tag)
+    outs = [f"{prefix}.{i}.json" for i in range(n)]
+    args = ["--model", model, "--batch-size", str(BATCH[model]), "--iters", str(a.iters),
+            "--warmup", str(a.warmup), "--out-prefix", prefix]
+    if peer == "ideal":
+        return [([py, KERAS_WORKER, "--mode", "local", "--index", str(i)] + args, {})
+                for i in range(n)], outs
+    if peer == "hvda":
+        return [([py, "-m", "horovod_accel.runner.launch", "-np", str(n)]
+                 + shlex.split(a.hvda_args) + [py, KERAS_WORKER, "--mode", "hvda"] + args,
+                 {})], outs
+    workers = [f"127.0.0.1:{free_port()}" for _ in range(n)]
+    cmd = [py, KERAS_WORKER, "--mode", "mwms", "--comm", a.mwms_comm] + args
+    return [(cmd, {"TF_CONFIG": json.dumps({"cluster": {"worker": workers},
+                                            "task": {"type": "worker", "index": i}})})
+            for i in range(n)], outs
+
+
+def tf_rate(peer, outs):
+    """samples/s of a finished --framework tf job, and its first rank's result."""
+    rs = []
+    for out in outs:
+        with open(out) as f:
+            rs.append(json.load(f))
+    if peer == "ideal":
+        return sum(r["batch_size"] / statistics.median(r["iter_s"]) for r in rs), rs[0]
+    sums = [r["weights_sum"] for r in rs]
+    if max(sums) - min(sums) > 1e-6 * max(1.0, abs(sums[0])):
+        raise ValueError(f"ranks ended with different weights (sums {sums})")
+    step_max = [max(ts) for ts in zip(*(r["iter_s"] for r in rs))]
+    return len(rs) * rs[0]["batch_size"] / statistics.median(step_max), rs[0]
 
 
 def job_cmds(peer, a, model, n, workdir, tag):
@@ -64,12 +116,17 @@ def run_job(peer, a, model, n, workdir, tag, env):
     """Runs one job; returns (samples/s or None, reason or None)."""
     procs = []
     log_path = os.path.join(workdir, f"{tag}.log")
+    if a.framework == "tf":
+        cmds, outs = tf_jobs(peer, a, model, n, workdir, tag)
+    else:
+        cmds = [(cmd, {}) for cmd, _ in job_cmds(peer, a, model, n, workdir, tag)]
     with open(log_path, "w") as log:
-        for cmd, _ in job_cmds(peer, a, model, n, workdir, tag):
+        for cmd, extra_env in cmds:
             if a.verbose:
                 print("  $ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
-            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                          cwd=REPO_ROOT, start_new_session=True))
+            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                          env=dict(env, **extra_env), cwd=REPO_ROOT,
+                                          start_new_session=True))
         deadline = time.monotonic() + a.timeout
         rcs = []
         for p in procs:
@@ -87,6 +144,13 @@ def run_job(peer, a, model, n, workdir, tag, env):
     if any(rcs):
         print("\n".join("    | " + l for l in text.splitlines()[-15:]), file=sys.stderr)
         return None, f"exit code {max(rcs)}: {reason_line(text)}"
+    if a.framework == "tf":
+        try:
+            rate, first = tf_rate(peer, outs)
+        except (OSError, ValueError) as e:
+            return None, f"{e.__class__.__name__}: {e}"
+        a.jit_compile_seen.add(first["jit_compile"])
+        return rate, None
     rate = 0.0
     for _, out in job_cmds(peer, a, model, n, workdir, tag):
         with open(out) as f:
@@ -118,12 +182,47 @@ def render(rows):
                      + [line(r) for r in body])
 
 
+def spread(values, pct=False):
+    """'median [min..max]' of same-repeat ratios (x or %)."""
+    if not values:
+        return "n/a"
+    f = (lambda v: f"{100 * v:.0f}%") if pct else (lambda v: f"{v:.2f}x")  # noqa: E731
+    vals = sorted(values)
+    med = f(statistics.median(vals))
+    return med if len(vals) == 1 else f"{med} [{f(vals[0])}..{f(vals[-1])}]"
+
+
+def render_tf(by_rep):
+    """--framework tf table: samples/s medians over repeats, same-repeat ratios."""
+    cols = ["model", "np", "batch/rank", "ideal (samples/s)", "MWMS", "hvda", "hvda/MWMS",
+            "MWMS % ideal", "hvda % ideal"]
+    body = []
+    for (model, n), reps in by_rep.items():
+        def med(peer):
+            v = [r[peer] for r in reps.values() if peer in r]
+            return f"{statistics.median(v):.0f}" if v else "n/a"
+
+        def ratios(x, y):
+            return [r[x] / r[y] for r in reps.values() if x in r and y in r]
+        body.append([model, str(n), str(BATCH[model]), med("ideal"), med("mwms"), med("hvda"),
+                     spread(ratios("hvda", "mwms")), spread(ratios("mwms", "ideal"), True),
+                     spread(ratios("hvda", "ideal"), True)])
+    widths = [max(len(r[i]) for r in [cols] + body) for i in range(len(cols))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    return "\n".join([line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+                     + [line(r) for r in body])
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--framework", choices=["torch", "tf"], default="torch",
+                   help="torch: DDP vs hvda; tf: Keras model.fit, MWMS vs hvda")
     p.add_argument("--models", default="mlp,cnn", help="comma list from mlp,cnn")
-    p.add_argument("--np", default="1,2", help="comma list of rank counts (default 1,2)")
-    p.add_argument("--only", default=",".join(PEERS), help="comma list from ideal,ddp,hvda")
+    p.add_argument("--np", help="comma list of rank counts (default 1,2; tf: 2)")
+    p.add_argument("--only", help="comma list from ideal,ddp,hvda (tf: ideal,mwms,hvda)")
+    p.add_argument("--mwms-comm", choices=["RING", "AUTO"], default="RING",
+                   help="tf: MWMS CommunicationImplementation (AUTO is RING on CPU)")
     p.add_argument("--iters", type=int, help="timed iterations per job (default 40; --quick 8)")
     p.add_argument("--warmup", type=int, help="untimed iterations first (default 5; --quick 2)")
     p.add_argument("--repeats", type=int, help="runs of each peer, alternating (default 3; --quick 1)")
@@ -134,15 +233,19 @@ def parse_args(argv=None):
     p.add_argument("--json", metavar="PATH", help="also write every run's numbers here")
     p.add_argument("-v", "--verbose", action="store_true")
     a = p.parse_args(argv)
+    a.peers = TF_PEERS if a.framework == "tf" else PEERS
     a.models = [m for m in a.models.split(",") if m]
-    a.np = [int(n) for n in a.np.split(",") if n]
-    a.only = [x for x in a.only.split(",") if x]
+    a.np = [int(n) for n in (a.np or ("2" if a.framework == "tf" else "1,2")).split(",") if n]
+    a.only = [x for x in (a.only or ",".join(a.peers)).split(",") if x]
     for m in a.models:
         if m not in BATCH:
             p.error(f"--models: unknown model {m!r}")
     for x in a.only:
-        if x not in PEERS:
+        if x not in a.peers:
             p.error(f"--only: unknown peer {x!r}")
+    if a.framework == "tf" and a.bucket_mb is not None:
+        p.error("--bucket-mb applies to --framework torch only")
+    a.jit_compile_seen = set()
     a.iters = a.iters or (8 if a.quick else 40)
     a.warmup = a.warmup or (2 if a.quick else 5)
     a.repeats = a.repeats or (1 if a.quick else 3)
@@ -153,21 +256,22 @@ def main(argv=None):
     a = parse_args(argv)
     env = job_env()
     load = os.getloadavg()[0]
-    print(f"train_step benchmark: models {','.join(a.models)}, np {a.np}, {os.cpu_count()} CPUs, "
+    print(f"train_step benchmark{' (tf/keras)' if a.framework == 'tf' else ''}: "
+          f"models {','.join(a.models)}, np {a.np}, {os.cpu_count()} CPUs, "
           f"{a.iters} iterations after {a.warmup} warm-up, {a.repeats} repeat(s); load {load:.2f}")
     if busy_processes():
         print("WARNING: build processes running: numbers will be noise", file=sys.stderr)
-    runs, errors = {}, {}
+    runs, errors, by_rep = {}, {}, {}
     with tempfile.TemporaryDirectory(prefix="hvda_train_") as workdir:
         for model in a.models:
             for n in a.np:
                 for rep in range(a.repeats):
-                    order = [p for p in PEERS if p in a.only]
+                    order = [p for p in a.peers if p in a.only]
                     if rep % 2 == 1:        # alternate who goes first among the communicating peers
                         order = [p for p in order if p == "ideal"] + \
                                 [p for p in reversed(order) if p != "ideal"]
                     for peer in order:
-                        if peer == "ideal" and rep > 0:
+                        if peer == "ideal" and rep > 0 and a.framework == "torch":
                             continue        # no communication: one run is enough
                         tag = f"{model}.{n}.{peer}.{rep}"
                         t0 = time.monotonic()
@@ -180,18 +284,27 @@ def main(argv=None):
                               + f" ({time.monotonic() - t0:.0f} s)", flush=True)
                         if rate:
                             runs.setdefault((model, n), {}).setdefault(peer, []).append(rate)
+                            by_rep.setdefault((model, n), {}).setdefault(rep, {})[peer] = rate
                         else:
                             errors[tag + ".retry"] = reason
     rows = {key: {peer: statistics.median(v) for peer, v in peers.items()}
             for key, peers in runs.items()}
     print()
-    print("samples/s = np x batch / median per-iteration time (max over ranks); "
-          "ideal = np independent processes, no communication; median over repeats.")
-    print(render(rows))
+    if a.framework == "tf":
+        print(f"Keras model.fit; samples/s = np x batch / median step time (max over ranks); "
+              f"ideal = np independent processes; median over repeats; ratios: same repeat, "
+              f"median [min..max]. MWMS {a.mwms_comm}; jit_compile {sorted(a.jit_compile_seen)}; "
+              f"load {load:.2f} at start, {os.getloadavg()[0]:.2f} at end.")
+        print(render_tf(by_rep))
+    else:
+        print("samples/s = np x batch / median per-iteration time (max over ranks); "
+              "ideal = np independent processes, no communication; median over repeats.")
+        print(render(rows))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"argv": sys.argv, "load_before": load,
+            json.dump({"argv": sys.argv, "load_before": load, "load_after": os.getloadavg()[0],
                        "runs": {f"{m}.{n}": v for (m, n), v in runs.items()},
+                       "by_repeat": {f"{m}.{n}": v for (m, n), v in by_rep.items()},
                        "errors": errors}, f, indent=1)
     for tag, reason in errors.items():
         print(f"failed job {tag}: {reason}")
