@@ -68,6 +68,17 @@ global_process_set = ProcessSet([])
 global_process_set.process_set_id = 0
 
 
+def registered_id(process_set):
+    """The id of a registered ProcessSet (what the core's ops take); ValueError
+    if `process_set` is not a ProcessSet or was never registered."""
+    if not isinstance(process_set, ProcessSet):
+        raise ValueError(f"process_set must be an hvd.ProcessSet, got {type(process_set).__name__}.")
+    if process_set.process_set_id is None:
+        raise ValueError(f"{process_set} is not registered: pass it to hvd.init(process_sets=[...]) "
+                         f"or hvd.add_process_set() first.")
+    return process_set.process_set_id
+
+
 class _Registry:
     """The ProcessSet objects this process has handed ids to, so shutdown()
     can invalidate them (ids are only meaningful within one init)."""

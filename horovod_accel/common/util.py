@@ -32,6 +32,13 @@ def num_rank_is_power_2(num_rank):
     return num_rank != 0 and (num_rank & (num_rank - 1)) == 0
 
 
+def check_num_rank_power_of_2(num_rank):
+    """Upstream helper for Adasum: ValueError unless num_rank is a power of 2."""
+    if not num_rank_is_power_2(num_rank):
+        raise ValueError("Adasum reduction can only be used with a number of ranks that is a "
+                         f"power of 2, got {num_rank}.")
+
+
 def get_average_backwards_compatibility_fun(reduce_ops):
     """Returns impl(op, average) -> op, resolving the deprecated `average` flag.
 

@@ -32,7 +32,9 @@ from horovod_accel.common.exceptions import HorovodInternalError  # noqa: F401 (
 from horovod_accel.common.handles import HANDLES as _HANDLES
 from horovod_accel.common.process_sets import (ProcessSet, add_process_set, global_process_set,
                                                remove_process_set)
-from horovod_accel.common.util import get_average_backwards_compatibility_fun, num_rank_is_power_2
+from horovod_accel.common.process_sets import registered_id as _ps_id
+from horovod_accel.common.util import check_num_rank_power_of_2  # noqa: F401 (upstream API)
+from horovod_accel.common.util import get_average_backwards_compatibility_fun
 
 _LIB_FILE = "libhvda_tf_ops.so"
 _BUILD_HINT = ("Build it from the source tree with `pip install -e .` (with tensorflow installed "
@@ -99,13 +101,6 @@ Product = _basics.Product
 handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(_basics)
 
 
-def check_num_rank_power_of_2(num_rank):
-    """Upstream helper for Adasum: ValueError unless num_rank is a power of 2."""
-    if not num_rank_is_power_2(num_rank):
-        raise ValueError("Adasum reduction can only be used with a number of ranks that is a "
-                         f"power of 2, got {num_rank}.")
-
-
 def _executing_eagerly():
     """True in eager mode (upstream's helper; False inside tf.function and TF1 graphs)."""
     return tf.executing_eagerly()
@@ -114,15 +109,6 @@ def _executing_eagerly():
 def _normalize_name(name):
     """A TF tensor name as a valid node-name fragment (upstream's rule)."""
     return re.sub("[^a-zA-Z0-9_]", "_", name)
-
-
-def _ps_id(process_set):
-    if not isinstance(process_set, ProcessSet):
-        raise ValueError(f"process_set must be an hvd.ProcessSet, got {type(process_set).__name__}.")
-    if process_set.process_set_id is None:
-        raise ValueError(f"{process_set} is not registered: pass it to hvd.init(process_sets=[...]) "
-                         f"or hvd.add_process_set() first.")
-    return process_set.process_set_id
 
 
 def _run(op_type, fn, name_source, name, process_set_id, **attrs):

@@ -13,7 +13,8 @@ from horovod_accel.common.default_runtime import DEFAULT_RUNTIME as _DEFAULT_RUN
 from horovod_accel.common.exceptions import HorovodInternalError
 from horovod_accel.common.process_sets import (ProcessSet, add_process_set, global_process_set,
                                                remove_process_set)
-from horovod_accel.common.util import get_average_backwards_compatibility_fun, num_rank_is_power_2
+from horovod_accel.common.util import check_num_rank_power_of_2  # noqa: F401 (upstream API)
+from horovod_accel.common.util import get_average_backwards_compatibility_fun
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
 from horovod_accel.common.handles import HANDLES as _HANDLES
@@ -63,13 +64,6 @@ Max = _basics.Max
 Product = _basics.Product
 
 handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(_basics)
-
-
-def check_num_rank_power_of_2(num_rank):
-    """Upstream helper for Adasum: ValueError unless num_rank is a power of 2."""
-    if not num_rank_is_power_2(num_rank):
-        raise ValueError("Adasum reduction can only be used with a number of ranks that is a "
-                         f"power of 2, got {num_rank}.")
 
 
 # ---------------------------------------------------------------- join / barrier

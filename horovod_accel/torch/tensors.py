@@ -10,7 +10,7 @@ import functools
 import torch
 
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
-from horovod_accel.common.process_sets import ProcessSet
+from horovod_accel.common.process_sets import registered_id as process_set_id  # noqa: F401
 
 # The binding's dtype codes (docs/design/core_binding.md; never renumbered).
 _DTYPE_CODES = {
@@ -152,16 +152,6 @@ def output_for(tensor, inp, in_place):
         return inp, lambda works: copy_back(tensor, inp)
     out = torch.empty(inp.shape, dtype=inp.dtype, device=inp.device)
     return out, lambda works: out
-
-
-def process_set_id(process_set):
-    """The registered id of process_set; ValueError if it is not registered."""
-    if not isinstance(process_set, ProcessSet):
-        raise ValueError(f"process_set must be an hvd.ProcessSet, got {type(process_set).__name__}.")
-    if process_set.process_set_id is None:
-        raise ValueError(f"{process_set} is not registered: pass it to hvd.init(process_sets=[...]) "
-                         f"or hvd.add_process_set() first.")
-    return process_set.process_set_id
 
 
 def splits_list(splits):
