@@ -316,15 +316,14 @@ def ratio(better, h, o):
     return h / o if better == "high" else o / h
 
 
-def spread(values):
-    """'median [min..max]' of the non-missing values."""
+def spread(values, pct=False):
+    """'median [min..max]' of the non-missing ratios, as x (or % with pct)."""
     vals = sorted(v for v in values if v is not None)
     if not vals:
         return "n/a"
-    med = statistics.median(vals)
-    if len(vals) == 1:
-        return f"{med:.2f}x"
-    return f"{med:.2f}x [{vals[0]:.2f}..{vals[-1]:.2f}]"
+    f = (lambda v: f"{100 * v:.0f}%") if pct else (lambda v: f"{v:.2f}x")  # noqa: E731
+    med = f(statistics.median(vals))
+    return med if len(vals) == 1 else f"{med} [{f(vals[0])}..{f(vals[-1])}]"
 
 
 def render_summary(rounds, sizes):

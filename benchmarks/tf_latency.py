@@ -28,7 +28,6 @@ eager/torch (> 1: slower than torch); over repeats, the median and
 """
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -38,7 +37,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from allreduce import REPO_ROOT, busy_processes, job_env, reason_line, stop_job  # noqa: E402
+from allreduce import (REPO_ROOT, busy_processes, job_env, reason_line, spread,  # noqa: E402
+                       stop_job)
+from peers.bench_common import percentile  # noqa: E402
 
 MODES = ("tf.function", "tf eager", "torch", "tf.function no-op", "tf eager no-op")
 RATIO_MODES = MODES[:3]
@@ -130,11 +131,6 @@ def worker(a):
 
 # ---------------------------------------------------------------- driver
 
-def p90(values):
-    v = sorted(values)
-    return v[min(len(v) - 1, math.ceil(0.9 * len(v)) - 1)]
-
-
 def run_job(a, workdir, rep, env):
     """One horovodrun job; {mode: [per-call seconds per block]} or raises RuntimeError."""
     out = os.path.join(workdir, f"lat.{rep}.json")
@@ -160,12 +156,6 @@ def run_job(a, workdir, rep, env):
         return json.load(f)
 
 
-def spread(values):
-    v = sorted(values)
-    med = statistics.median(v)
-    return f"{med:.2f}x" if len(v) == 1 else f"{med:.2f}x [{v[0]:.2f}..{v[-1]:.2f}]"
-
-
 def main(argv=None):
     a = parse_args(argv)
     if a.worker:
@@ -185,7 +175,7 @@ def main(argv=None):
             except (RuntimeError, OSError, ValueError) as e:
                 print(f"  job {rep}: failed ({e})", flush=True)
                 continue
-            jobs.append({m: {"median_s": statistics.median(v), "p90_s": p90(v), "blocks_s": v}
+            jobs.append({m: {"median_s": statistics.median(v), "p90_s": percentile(v, 90), "blocks_s": v}
                          for m, v in r.items()})
             print(f"  job {rep}: " + ", ".join(f"{m} {jobs[-1][m]['median_s'] * 1e6:.1f} us"
                                                for m in RATIO_MODES)

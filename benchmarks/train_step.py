@@ -44,7 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # Process handling shared with the allreduce benchmark.
 from allreduce import (REPO_ROOT, busy_processes, free_port, job_env, reason_line,  # noqa: E402
-                       stop_job)
+                       spread, stop_job)
 
 WORKER = os.path.join(HERE, "train_peers", "train_worker.py")
 KERAS_WORKER = os.path.join(HERE, "train_peers", "keras_worker.py")
@@ -165,6 +165,14 @@ def fmt_ratio(x, y, pct=False):
     return f"{100 * x / y:.0f}%" if pct else f"{x / y:.2f}x"
 
 
+def markdown_table(cols, body):
+    """A padded markdown table of header `cols` and rows `body` (strings)."""
+    widths = [max(len(r[i]) for r in [cols] + body) for i in range(len(cols))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    return "\n".join([line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+                     + [line(r) for r in body])
+
+
 def render(rows):
     cols = ["model", "np", "grads", "batch/rank", "ideal (samples/s)", "DDP gloo", "horovod_accel",
             "hvda/DDP", "DDP % ideal", "hvda % ideal"]
@@ -176,20 +184,7 @@ def render(rows):
                      fmt_ratio(v.get("hvda"), v.get("ddp")),
                      fmt_ratio(v.get("ddp"), v.get("ideal"), True),
                      fmt_ratio(v.get("hvda"), v.get("ideal"), True)])
-    widths = [max(len(r[i]) for r in [cols] + body) for i in range(len(cols))]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    return "\n".join([line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-                     + [line(r) for r in body])
-
-
-def spread(values, pct=False):
-    """'median [min..max]' of same-repeat ratios (x or %)."""
-    if not values:
-        return "n/a"
-    f = (lambda v: f"{100 * v:.0f}%") if pct else (lambda v: f"{v:.2f}x")  # noqa: E731
-    vals = sorted(values)
-    med = f(statistics.median(vals))
-    return med if len(vals) == 1 else f"{med} [{f(vals[0])}..{f(vals[-1])}]"
+    return markdown_table(cols, body)
 
 
 def render_tf(by_rep):
@@ -207,10 +202,7 @@ def render_tf(by_rep):
         body.append([model, str(n), str(BATCH[model]), med("ideal"), med("mwms"), med("hvda"),
                      spread(ratios("hvda", "mwms")), spread(ratios("mwms", "ideal"), True),
                      spread(ratios("hvda", "ideal"), True)])
-    widths = [max(len(r[i]) for r in [cols] + body) for i in range(len(cols))]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    return "\n".join([line(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-                     + [line(r) for r in body])
+    return markdown_table(cols, body)
 
 
 def parse_args(argv=None):

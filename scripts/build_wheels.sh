@@ -6,8 +6,8 @@
 #   horovod_accel_cuda-*.whl   (cmake -S csrc/devices --target <name>)
 # No wheel compiles against a framework's C++ ABI: the core wheel's TensorFlow
 # op library (built when PYTHON imports tensorflow) uses TensorFlow's stable C
-# API only, so one build serves every TF 2.x (docs/design/tensorflow.md). The core wheel is linux_x86_64, not
-# manylinux: it links the system's libgloo (auditwheel repair is the release
+# API only, so one build serves every TF 2.x (docs/design/tensorflow.md).
+# The core wheel is linux_x86_64, not manylinux: it links the system's libgloo (auditwheel repair is the release
 # step, see docker/README.md).
 #
 # Usage: scripts/build_wheels.sh [DIST]      (DIST is created if missing)

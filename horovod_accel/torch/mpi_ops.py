@@ -15,6 +15,7 @@ from horovod_accel.common.process_sets import (ProcessSet, add_process_set, glob
                                                remove_process_set)
 from horovod_accel.common.util import check_num_rank_power_of_2  # noqa: F401 (upstream API)
 from horovod_accel.common.util import get_average_backwards_compatibility_fun
+from horovod_accel.common.process_sets import registered_id
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
 from horovod_accel.common.handles import HANDLES as _HANDLES
@@ -92,7 +93,7 @@ def barrier(process_set=global_process_set):
     """Blocks until every rank of `process_set` has reached the barrier
     (other named ops may still be pending). Raises HorovodInternalError if
     the barrier fails, ValueError if this rank is not in the set."""
-    ps_id = _t.process_set_id(process_set)
+    ps_id = registered_id(process_set)
     rt = _DEFAULT_RUNTIME.initialized_runtime()
     handle = _submit("barrier", lambda: rt.enqueue_barrier(ps_id), keep=(),
                      finish=lambda works: None)

@@ -18,6 +18,7 @@ from horovod_accel.common.basics import HorovodBasics
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.process_sets import global_process_set
 from horovod_accel.common.util import get_average_backwards_compatibility_fun
+from horovod_accel.common.process_sets import registered_id
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
 from horovod_accel.common.handles import submit, submit_internal, synchronize
@@ -34,7 +35,7 @@ def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_fact
     # The per-op path of every allreduce: no closures, few allocations (each
     # op's Python cost and garbage-collector pressure is most of a small
     # allreduce's time).
-    ps_id = _t.process_set_id(process_set)
+    ps_id = registered_id(process_set)
     _check_adasum(op, ps_id)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
@@ -113,7 +114,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
 def _grouped_allreduce_async(tensors, in_place, name, op, prescale_factor, postscale_factor,
                              process_set):
     tensors = list(tensors)
-    ps_id = _t.process_set_id(process_set)
+    ps_id = registered_id(process_set)
     _check_adasum(op, ps_id)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     if not tensors:

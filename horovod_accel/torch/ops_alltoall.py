@@ -14,6 +14,7 @@ import torch
 from horovod_accel.common.basics import HorovodBasics
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.process_sets import global_process_set
+from horovod_accel.common.process_sets import registered_id
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
 from horovod_accel.common.handles import submit, submit_internal, synchronize
@@ -32,7 +33,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     (output, received_splits), received_splits being the number of rows
     received from each rank (dtype of `splits` if it is a tensor, else int32).
     """
-    ps_id = _t.process_set_id(process_set)
+    ps_id = registered_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     inp = _t.as_input(tensor)
     dtype, device = _t.dtype_code(inp), _t.device_id(inp)
@@ -109,7 +110,7 @@ def reducescatter_async(tensor, name=None, op=HorovodBasics.Average, process_set
     Adasum and scalar tensors raise ValueError. Returns a handle;
     synchronize(handle) returns the new tensor."""
     _check_reducescatter(tensor)
-    ps_id = _t.process_set_id(process_set)
+    ps_id = registered_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     inp = _t.as_input(tensor)
     dtype, device = _t.dtype_code(inp), _t.device_id(inp)
@@ -180,7 +181,7 @@ def grouped_reducescatter_async(tensors, name=None, op=HorovodBasics.Average,
     tensors = list(tensors)
     for t in tensors:
         _check_reducescatter(t)
-    ps_id = _t.process_set_id(process_set)
+    ps_id = registered_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     if not tensors:
         return submit_internal("grouped_reducescatter.empty", lambda: [], keep=(),

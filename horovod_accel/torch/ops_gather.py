@@ -9,6 +9,7 @@ import torch
 from horovod_accel.common.basics import HorovodBasics
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.process_sets import global_process_set
+from horovod_accel.common.process_sets import registered_id
 from horovod_accel.torch import tensors as _t
 from horovod_accel.common.handles import submit, submit_internal, synchronize
 from horovod_accel.torch.ops_allreduce import allreduce, grouped_allreduce
@@ -22,7 +23,7 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating `tensor` from every rank of `process_set` along
     dim 0 (dim 0 may differ per rank; other dims must match). Returns a
     handle; synchronize(handle) returns the new tensor."""
-    ps_id = _t.process_set_id(process_set)
+    ps_id = registered_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
     inp = _t.as_input(tensor)
@@ -67,7 +68,7 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """Starts allgathering a list of tensors as one group (tensor i is named
     '<base>_<i+1>of<n>'). synchronize() returns the list of new tensors."""
     tensors = list(tensors)
-    ps_id = _t.process_set_id(process_set)
+    ps_id = registered_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     if not tensors:
         return submit_internal("grouped_allgather.empty", lambda: [], keep=(),
@@ -115,7 +116,7 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 
 
 def _broadcast_async(tensor, in_place, root_rank, name, process_set):
-    ps_id = _t.process_set_id(process_set)
+    ps_id = registered_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
     inp = _t.as_input(tensor)

@@ -10,7 +10,6 @@ import functools
 import torch
 
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
-from horovod_accel.common.process_sets import registered_id as process_set_id  # noqa: F401
 
 # The binding's dtype codes (docs/design/core_binding.md; never renumbered).
 _DTYPE_CODES = {
