@@ -82,6 +82,7 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   std::fill(valid, valid + words, ~0ULL);
   bool has_uncached = false;
   for (auto& p : pending_) {
+    p.hit_slot = -1;
     if (p.sent) continue;
     uint32_t slot = 0;
     ResponseCache::Lookup l = cache_.Find(p.request, &slot);
@@ -89,6 +90,7 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
         std::chrono::duration<double>(now - p.since).count() > options_.hit_requeue_seconds;
     if (l == ResponseCache::Lookup::kHit && !waited_too_long) {
       hit[slot / 64] |= 1ULL << (slot % 64);
+      p.hit_slot = slot;
       continue;
     }
     if (l != ResponseCache::Lookup::kMiss) valid[slot / 64] &= ~(1ULL << (slot % 64));
@@ -117,10 +119,20 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
     for (int b = 0; b < 64; ++b) {
       if (!(common >> b & 1)) continue;
       const Response& resp = cache_.Touch(static_cast<uint32_t>(w * 64 + b));
-      Answered(resp.names[0], nullptr);
       if (timeline_) timeline_->NegotiateEnd(resp.names[0]);
       hits.push_back(resp);
     }
+  }
+  // The hits executed now leave the pending list in one pass (a slot holds
+  // one name, and a name is pending at most once).
+  if (!hits.empty()) {
+    pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                  [&](const Pending& p) {
+                                    if (p.hit_slot < 0) return false;
+                                    const uint64_t s = static_cast<uint64_t>(p.hit_slot);
+                                    return ((hit[s / 64] & valid[s / 64]) >> (s % 64) & 1) != 0;
+                                  }),
+                   pending_.end());
   }
   const bool any_shutdown = !(bits[0] & kNoShutdownBit);
   const bool any_uncached = !(bits[0] & kNoUncachedBit);

@@ -76,6 +76,7 @@ class Controller {
     Request request;
     bool sent = false;  // given to the coordinator, awaiting its response
     std::chrono::steady_clock::time_point since;
+    int64_t hit_slot = -1;  // this cycle: the cache slot it hit, -1 none
   };
 
   // new_params: set-rank 0 of the global set has tuned values to send.

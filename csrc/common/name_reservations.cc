@@ -2,17 +2,18 @@
 
 namespace hvda {
 
-bool NameReservations::TryReserve(const std::vector<std::string>& names, std::string* taken) {
+bool NameReservations::TryReserve(const std::vector<const std::string*>& names,
+                                  std::string* taken) {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < names.size(); ++i) {
     bool repeated = false;
-    for (size_t j = 0; j < i; ++j) repeated |= names[j] == names[i];
-    if (repeated || names_.count(names[i])) {
-      *taken = names[i];
+    for (size_t j = 0; j < i; ++j) repeated |= *names[j] == *names[i];
+    if (repeated || names_.count(*names[i])) {
+      *taken = *names[i];
       return false;
     }
   }
-  names_.insert(names.begin(), names.end());
+  for (const std::string* n : names) names_.insert(*n);
   return true;
 }
 

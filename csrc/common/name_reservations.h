@@ -20,8 +20,9 @@ namespace hvda {
 class NameReservations {
  public:
   // Reserves every name or none. Returns false, reserving nothing, if a name
-  // is already reserved or repeated in `names`; *taken receives it.
-  bool TryReserve(const std::vector<std::string>& names, std::string* taken);
+  // is already reserved or repeated in `names`; *taken receives it. The
+  // pointers are only read during the call.
+  bool TryReserve(const std::vector<const std::string*>& names, std::string* taken);
   void Release(const std::string& name);
 
  private:

@@ -116,7 +116,8 @@ class Runtime {
   // framework's stream, the event the communication stream waits for before
   // reading e's input (accelerator tensors).
   Status RecordReady(const EnqueueArgs& a, TensorEntry* e);
-  Status ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
+  // Moves a's name and shape into e->request when it succeeds.
+  Status ValidateAndBuild(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
   void BackgroundLoop();
   // One negotiation + execution cycle over every process set this rank is
   // in; the caller holds the cycle mutex. Returns false when the loop must

@@ -39,7 +39,7 @@ Status ValidateAdasum(const EnqueueArgs& a, int process_set_id) {
 
 }  // namespace
 
-Status Runtime::ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e) {
+Status Runtime::ValidateAndBuild(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e) {
   const std::string& n = a.name;
   if (!IsValidDataType(static_cast<int32_t>(a.dtype)))
     return Status::InvalidArgument("tensor '" + n + "' has an unsupported data type");
@@ -74,8 +74,6 @@ Status Runtime::ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, Tens
   r.reduce_op = reduces ? a.op : ReduceOp::kSum;
   r.prescale = a.prescale;
   r.postscale = a.postscale;
-  r.name = a.name;
-  r.shape = a.shape;
   if (a.type == RequestType::kBroadcast) {
     r.root_rank = ps->SetRankOf(a.root_rank);
     if (r.root_rank < 0)
@@ -114,6 +112,9 @@ Status Runtime::ValidateAndBuild(const EnqueueArgs& a, ProcessSetState* ps, Tens
   e->work = std::make_shared<Work>(activity_);
   e->work->SetDriver(work_driver_);
   if (a.device >= 0) HVDA_RETURN_IF_ERROR(RecordReady(a, e));
+  // Last: the error messages above name the tensor through a.name.
+  r.name = std::move(a.name);
+  r.shape = std::move(a.shape);
   return Status::OK();
 }
 

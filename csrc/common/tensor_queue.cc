@@ -3,8 +3,9 @@
 namespace hvda {
 
 Status TensorQueue::Add(std::vector<TensorEntry> entries) {
-  std::vector<std::string> names;
-  for (const auto& e : entries) names.push_back(e.request.name);
+  std::vector<const std::string*> names;
+  names.reserve(entries.size());
+  for (const auto& e : entries) names.push_back(&e.request.name);
   std::string taken;
   if (!reserved_->TryReserve(names, &taken))
     return Status::InvalidArgument(
@@ -17,8 +18,8 @@ Status TensorQueue::Add(std::vector<TensorEntry> entries) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& e : entries) {
     new_requests_.push_back(e.request);
-    std::string name = e.request.name;
-    table_.emplace(std::move(name), std::move(e));
+    // The pair's key is copied from the name before the entry is moved.
+    table_.emplace(e.request.name, std::move(e));
   }
   return Status::OK();
 }

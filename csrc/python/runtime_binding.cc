@@ -66,6 +66,13 @@ std::vector<std::shared_ptr<Work>> Submit(Runtime& rt, std::vector<EnqueueArgs> 
   return works;
 }
 
+// One op, moved in (an initializer list would copy its name and shape).
+std::shared_ptr<Work> SubmitOne(Runtime& rt, EnqueueArgs a) {
+  std::vector<EnqueueArgs> ops;
+  ops.push_back(std::move(a));
+  return Submit(rt, std::move(ops))[0];
+}
+
 template <typename T>
 void SameLength(const std::vector<T>& v, size_t n, const char* what) {
   if (v.size() != n) throw py::value_error(std::string("grouped op: ") + what + " has the wrong length");
@@ -147,7 +154,7 @@ void BindRuntime(py::module_& m) {
              a.op = static_cast<ReduceOp>(op);
              a.prescale = pre;
              a.postscale = post;
-             return Submit(rt, {a})[0];
+             return SubmitOne(rt, std::move(a));
            })
       .def("enqueue_grouped_allreduce",
            [](Runtime& rt, const std::vector<std::string>& names, int ps,
@@ -160,7 +167,7 @@ void BindRuntime(py::module_& m) {
       .def("enqueue_allgather",
            [](Runtime& rt, const std::string& name, int ps, uintptr_t in, int dtype, Shape shape,
               py::object device) {
-             return Submit(rt, {Args(RequestType::kAllgather, name, ps, in, 0, dtype, std::move(shape), device)})[0];
+             return SubmitOne(rt, Args(RequestType::kAllgather, name, ps, in, 0, dtype, std::move(shape), device));
            })
       .def("enqueue_grouped_allgather",
            [](Runtime& rt, const std::vector<std::string>& names, int ps,
@@ -174,14 +181,14 @@ void BindRuntime(py::module_& m) {
               Shape shape, py::object device, int root) {
              auto a = Args(RequestType::kBroadcast, name, ps, in, out, dtype, std::move(shape), device);
              a.root_rank = root;
-             return Submit(rt, {a})[0];
+             return SubmitOne(rt, std::move(a));
            })
       .def("enqueue_alltoall",
            [](Runtime& rt, const std::string& name, int ps, uintptr_t in, int dtype, Shape shape,
               py::object device, Shape splits) {
              auto a = Args(RequestType::kAlltoall, name, ps, in, 0, dtype, std::move(shape), device);
              a.splits = std::move(splits);
-             return Submit(rt, {a})[0];
+             return SubmitOne(rt, std::move(a));
            })
       .def("enqueue_reducescatter",
            [](Runtime& rt, const std::string& name, int ps, uintptr_t in, uintptr_t out, int dtype,
@@ -190,7 +197,7 @@ void BindRuntime(py::module_& m) {
              a.op = static_cast<ReduceOp>(op);
              a.prescale = pre;
              a.postscale = post;
-             return Submit(rt, {a})[0];
+             return SubmitOne(rt, std::move(a));
            })
       .def("enqueue_grouped_reducescatter",
            [](Runtime& rt, const std::vector<std::string>& names, int ps,

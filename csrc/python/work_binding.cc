@@ -95,6 +95,25 @@ void BindWork(py::module_& m) {
              OutputBuffer b{w.output, w.output_shape, static_cast<int>(w.output_dtype)};
              return py::cast(std::move(b));
            })
+      .def(
+          "finish",
+          [](Work& w, double timeout) {
+            bool done = w.IsCompleted();
+            if (!done) {
+              py::gil_scoped_release release;
+              done = w.Wait(timeout);
+            }
+            if (!done) return false;
+            w.ReleaseName();
+            Status st = w.status();
+            if (!st.ok()) RaiseStatus(st.code() == StatusCode::kInvalidArgument
+                                          ? Status::Unknown(st.reason())
+                                          : st);
+            return true;
+          },
+          py::arg("timeout"),
+          "wait(timeout), then (once complete) release_name(): False while the op still runs; "
+          "True once it succeeded; raises, with the name released, if it failed.")
       .def("release_name", &Work::ReleaseName,
            "Frees the op's name for reuse (NOTE [Name reservation]); idempotent.")
       .def("received_splits", [](const Work& w) { return w.received_splits; })

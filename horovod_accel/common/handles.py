@@ -97,6 +97,24 @@ class HandleTable:
         self._pending[handle] = True
         return handle
 
+    def submit_one(self, op, name, process_set_id, enqueue, args, keep, result):
+        """submit() for the per-op fast path: one tensor, finish=None (the
+        result is `result`), enqueue(core_name, *args) -> Work. Same naming and
+        errors as submit()."""
+        if name is None:
+            return self.submit(op, name, process_set_id, enqueue, keep, None, args=args,
+                               result=result)
+        base = f"{op}.{name}"
+        try:
+            work = enqueue(base, *args)
+        except ValueError:
+            raise
+        except RuntimeError as e:
+            raise HorovodInternalError(str(e)) from e
+        handle = Handle(base, [work], keep, None, result)
+        self._pending[handle] = True
+        return handle
+
     def submit_internal(self, handle_name, enqueue, keep, finish):
         """Like submit() for ops whose core names are fixed (join, barrier,
         empty groups): enqueue() -> Work or list[Work]."""
@@ -167,6 +185,7 @@ def _call_enqueue(enqueue, *args):
 HANDLES = HandleTable()
 DEFAULT_RUNTIME.add_reset_listener(HANDLES.reset)
 submit = HANDLES.submit
+submit_one = HANDLES.submit_one
 submit_internal = HANDLES.submit_internal
 
 
@@ -189,10 +208,22 @@ def synchronize(handle):
     pending = HANDLES._pending
     if handle.__class__ is not Handle or handle not in pending:
         return None
+    works = handle._works
+    if len(works) == 1 and handle._finish is None:
+        # The per-op fast path: one call waits, checks and frees the name.
+        w = works[0]
+        try:
+            while not w.finish(_WAIT_SLICE_SECONDS):
+                pass
+        except RuntimeError as e:
+            pending.pop(handle, None)
+            raise HorovodInternalError(str(e)) from e
+        pending.pop(handle, None)
+        return handle._result
     error = None
     # A KeyboardInterrupt while waiting leaves the handle pending (and its
     # buffers alive and names reserved), so it can still be synchronized.
-    for w in handle._works:
+    for w in works:
         try:
             while not w.wait(_WAIT_SLICE_SECONDS):
                 pass

@@ -21,7 +21,7 @@ from horovod_accel.common.util import get_average_backwards_compatibility_fun
 from horovod_accel.common.process_sets import registered_id
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
-from horovod_accel.common.handles import submit, submit_internal, synchronize
+from horovod_accel.common.handles import submit, submit_internal, submit_one, synchronize
 
 handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(HorovodBasics)
 
@@ -32,23 +32,29 @@ def _check_adasum(op, ps_id):
 
 
 def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_factor, process_set):
-    # The per-op path of every allreduce: no closures, few allocations (each
-    # op's Python cost and garbage-collector pressure is most of a small
-    # allreduce's time).
+    # The per-op path of every allreduce: no closures, few calls and
+    # allocations (each op's Python cost and garbage-collector pressure is
+    # most of a small allreduce's time; benchmarks/allreduce.py's async batch).
     ps_id = registered_id(process_set)
     _check_adasum(op, ps_id)
     rt = DEFAULT_RUNTIME.initialized_runtime()
-    dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
-    inp = _t.as_input(tensor)
-    if in_place and inp is tensor:
-        out, finish, result = tensor, None, tensor
-    else:
-        out, finish = _t.output_for(tensor, inp, in_place)
-        result = None
-    return submit("allreduce", name, ps_id, rt.enqueue_allreduce, keep=(inp, out), finish=finish,
-                  result=result,
-                  args=(ps_id, inp.data_ptr(), out.data_ptr(), dtype, inp.shape, device, int(op),
-                        float(prescale_factor), float(postscale_factor)))
+    dtype = _t.dtype_code(tensor)
+    device = -1 if tensor.is_cpu else _t.device_id(tensor)
+    inp = tensor if tensor.is_contiguous() else tensor.detach().contiguous()
+    args_tail = (dtype, inp.shape, device, int(op), float(prescale_factor), float(postscale_factor))
+    if not in_place:
+        out = torch.empty(inp.shape, dtype=inp.dtype, device=inp.device)
+        return submit_one("allreduce", name, ps_id, rt.enqueue_allreduce,
+                          (ps_id, inp.data_ptr(), out.data_ptr()) + args_tail, (inp, out), out)
+    if inp is tensor:
+        ptr = tensor.data_ptr()
+        return submit_one("allreduce", name, ps_id, rt.enqueue_allreduce,
+                          (ps_id, ptr, ptr) + args_tail, tensor, tensor)
+    # In place on a non-contiguous tensor: reduce the contiguous copy, then
+    # copy the result back into `tensor` at synchronize().
+    _, finish = _t.output_for(tensor, inp, True)
+    return submit("allreduce", name, ps_id, rt.enqueue_allreduce, keep=inp, finish=finish,
+                  args=(ps_id, inp.data_ptr(), inp.data_ptr()) + args_tail)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
