@@ -45,12 +45,12 @@ void SetDevice(const py::object& device, EnqueueArgs* a) {
                           "stream), not a bare index");
 }
 
-EnqueueArgs Args(RequestType type, const std::string& name, int ps, uintptr_t in, uintptr_t out,
+EnqueueArgs Args(RequestType type, std::string name, int ps, uintptr_t in, uintptr_t out,
                  int dtype, Shape shape, const py::object& device) {
   if (!IsValidDataType(dtype)) throw py::value_error("unknown dtype code " + std::to_string(dtype));
   EnqueueArgs a;
   a.type = type;
-  a.name = name;
+  a.name = std::move(name);
   a.process_set_id = ps;
   a.input = reinterpret_cast<const void*>(in);
   a.output = reinterpret_cast<void*>(out);
@@ -148,9 +148,9 @@ void BindRuntime(py::module_& m) {
       .def("is_homogeneous", [](const Runtime& rt) { Topo(rt); return rt.IsHomogeneous(); })
       .def("backends", &Runtime::GlobalBackends)
       .def("enqueue_allreduce",
-           [](Runtime& rt, const std::string& name, int ps, uintptr_t in, uintptr_t out, int dtype,
+           [](Runtime& rt, std::string name, int ps, uintptr_t in, uintptr_t out, int dtype,
               Shape shape, py::object device, int op, double pre, double post) {
-             auto a = Args(RequestType::kAllreduce, name, ps, in, out, dtype, std::move(shape), device);
+             auto a = Args(RequestType::kAllreduce, std::move(name), ps, in, out, dtype, std::move(shape), device);
              a.op = static_cast<ReduceOp>(op);
              a.prescale = pre;
              a.postscale = post;
@@ -165,9 +165,9 @@ void BindRuntime(py::module_& m) {
                             device, op, pre, post);
            })
       .def("enqueue_allgather",
-           [](Runtime& rt, const std::string& name, int ps, uintptr_t in, int dtype, Shape shape,
+           [](Runtime& rt, std::string name, int ps, uintptr_t in, int dtype, Shape shape,
               py::object device) {
-             return SubmitOne(rt, Args(RequestType::kAllgather, name, ps, in, 0, dtype, std::move(shape), device));
+             return SubmitOne(rt, Args(RequestType::kAllgather, std::move(name), ps, in, 0, dtype, std::move(shape), device));
            })
       .def("enqueue_grouped_allgather",
            [](Runtime& rt, const std::vector<std::string>& names, int ps,
@@ -177,23 +177,23 @@ void BindRuntime(py::module_& m) {
                             static_cast<int>(ReduceOp::kSum), 1.0, 1.0);
            })
       .def("enqueue_broadcast",
-           [](Runtime& rt, const std::string& name, int ps, uintptr_t in, uintptr_t out, int dtype,
+           [](Runtime& rt, std::string name, int ps, uintptr_t in, uintptr_t out, int dtype,
               Shape shape, py::object device, int root) {
-             auto a = Args(RequestType::kBroadcast, name, ps, in, out, dtype, std::move(shape), device);
+             auto a = Args(RequestType::kBroadcast, std::move(name), ps, in, out, dtype, std::move(shape), device);
              a.root_rank = root;
              return SubmitOne(rt, std::move(a));
            })
       .def("enqueue_alltoall",
-           [](Runtime& rt, const std::string& name, int ps, uintptr_t in, int dtype, Shape shape,
+           [](Runtime& rt, std::string name, int ps, uintptr_t in, int dtype, Shape shape,
               py::object device, Shape splits) {
-             auto a = Args(RequestType::kAlltoall, name, ps, in, 0, dtype, std::move(shape), device);
+             auto a = Args(RequestType::kAlltoall, std::move(name), ps, in, 0, dtype, std::move(shape), device);
              a.splits = std::move(splits);
              return SubmitOne(rt, std::move(a));
            })
       .def("enqueue_reducescatter",
-           [](Runtime& rt, const std::string& name, int ps, uintptr_t in, uintptr_t out, int dtype,
+           [](Runtime& rt, std::string name, int ps, uintptr_t in, uintptr_t out, int dtype,
               Shape shape, py::object device, int op, double pre, double post) {
-             auto a = Args(RequestType::kReducescatter, name, ps, in, out, dtype, std::move(shape), device);
+             auto a = Args(RequestType::kReducescatter, std::move(name), ps, in, out, dtype, std::move(shape), device);
              a.op = static_cast<ReduceOp>(op);
              a.prescale = pre;
              a.postscale = post;

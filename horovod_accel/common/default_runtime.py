@@ -51,6 +51,15 @@ class DefaultRuntime:
             raise ValueError(NOT_INITIALIZED)
         return rt
 
+    def enqueue_runtime(self):
+        """The Runtime for an op's enqueue, without a check of its own: the
+        core's enqueue refuses ops (ValueError) unless init() has completed.
+        ValueError if no Runtime was ever created."""
+        rt = self._runtime
+        if rt is None:
+            raise ValueError(NOT_INITIALIZED)
+        return rt
+
     def is_initialized(self):
         rt = self._runtime
         return rt is not None and rt.is_initialized()

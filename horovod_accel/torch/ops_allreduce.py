@@ -36,9 +36,10 @@ def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_fact
     # allocations (each op's Python cost and garbage-collector pressure is
     # most of a small allreduce's time; benchmarks/allreduce.py's async batch).
     ps_id = registered_id(process_set)
-    _check_adasum(op, ps_id)
-    rt = DEFAULT_RUNTIME.initialized_runtime()
-    dtype = _t.dtype_code(tensor)
+    if ps_id:
+        _check_adasum(op, ps_id)
+    rt = DEFAULT_RUNTIME.enqueue_runtime()
+    dtype = _t.fast_dtype_code(tensor)
     device = -1 if tensor.is_cpu else _t.device_id(tensor)
     inp = tensor if tensor.is_contiguous() else tensor.detach().contiguous()
     args_tail = (dtype, inp.shape, device, int(op), float(prescale_factor), float(postscale_factor))
@@ -63,7 +64,8 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     tensor (the input is not modified). Ops are matched across ranks by
     `name` (auto-generated if None). op defaults to Average; `average` is
     deprecated. Returns a handle; synchronize(handle) returns the result."""
-    op = handle_average_backwards_compatibility(op, average)
+    if op is None or average is not None:
+        op = handle_average_backwards_compatibility(op, average)
     return _allreduce_async(tensor, False, name, op, prescale_factor, postscale_factor, process_set)
 
 
@@ -71,7 +73,8 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
                      postscale_factor=1.0, process_set=global_process_set):
     """Like allreduce_async, but the result is written into `tensor`;
     synchronize(handle) returns `tensor`."""
-    op = handle_average_backwards_compatibility(op, average)
+    if op is None or average is not None:
+        op = handle_average_backwards_compatibility(op, average)
     return _allreduce_async(tensor, True, name, op, prescale_factor, postscale_factor, process_set)
 
 
