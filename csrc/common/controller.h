@@ -70,6 +70,9 @@ class Controller {
 
   int joined_count() const { return joined_count_; }
   size_t pending() const { return pending_.size(); }
+  // Between cycles, on the thread that runs them: may a peer already wait in
+  // a cycle this rank has not started? (ControllerTransport::PeerMayWait)
+  bool PeerMayWait() const { return transport_->PeerMayWait(); }
 
  private:
   struct Pending {

@@ -132,6 +132,10 @@ class Runtime {
   void DriveLocked(const Work& w, std::chrono::steady_clock::time_point deadline);
   // Some set of this rank has requests not yet answered by negotiation.
   bool Negotiating();
+  // Cycle mutex held: does a cycle have anything to do (NOTE [Quiet cycles])?
+  // *device_busy: some device executor has work in flight (its completions
+  // and health are then polled even when no cycle runs).
+  bool CycleWantedLocked(bool* device_busy);
   void NoteEnqueued();
   // After driving: w's op runs on a device; waits for device completions
   // and polls them on this thread until w completes or the deadline.

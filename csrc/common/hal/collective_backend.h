@@ -89,6 +89,12 @@ class CollectiveBackend {
   // never have work pending, so the defaults do nothing.
   virtual Status AsyncError() const { return Status::OK(); }
   virtual void Abort() {}
+
+  // Between collectives, on the thread that issues them: may a peer already
+  // wait in a collective this rank has not entered yet? Never blocks. The
+  // default (cannot tell) is true; a backend that can see its peers' progress
+  // (shm: their barrier counters) answers exactly. NOTE [Quiet cycles].
+  virtual bool PeerAhead() const { return true; }
 };
 
 // How a backend is created for one communicator.

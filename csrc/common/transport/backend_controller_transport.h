@@ -29,6 +29,7 @@ class BackendControllerTransport : public ControllerTransport {
   Status Gather(const std::string& mine, std::vector<std::string>* all) override;
   Status Broadcast(std::string* bytes) override;
   Status BitAnd(std::vector<uint64_t>* bits) override;
+  bool PeerMayWait() const override { return backend_->PeerAhead(); }
 
  private:
   // Every rank's message, in rank order: one fixed-size frame per rank

@@ -25,6 +25,10 @@ class ControllerTransport {
   virtual Status Broadcast(std::string* bytes) = 0;
   // Element-wise bitwise AND across ranks, in place. Same length everywhere.
   virtual Status BitAnd(std::vector<uint64_t>* bits) = 0;
+  // Between exchanges, on the thread that runs them: may a peer already wait
+  // in an exchange this rank has not entered? Never blocks; true when the
+  // transport cannot tell (NOTE [Quiet cycles] in runtime_cycles.cc).
+  virtual bool PeerMayWait() const { return true; }
 };
 
 }  // namespace hvda

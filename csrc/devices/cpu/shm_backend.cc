@@ -132,6 +132,17 @@ Status ShmBackend::Sync(const char* op) {
   return Status::OK();
 }
 
+bool ShmBackend::PeerAhead() const {
+  if (failed_) return true;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    // Counters are compared modulo 2^32 (shm_sync.h).
+    const uint32_t theirs = control_[p]->arrived.load(std::memory_order_acquire);
+    if (static_cast<int32_t>(theirs - barriers_) > 0) return true;
+  }
+  return false;
+}
+
 Status ShmBackend::Barrier(Stream*) {
   HVDA_RETURN_IF_ERROR(Check("barrier", size_));
   return size_ == 1 ? Status::OK() : Sync("barrier");

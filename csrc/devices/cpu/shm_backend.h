@@ -63,6 +63,10 @@ class ShmBackend : public CollectiveBackend {
   Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
                        DataType dtype, ReduceOp op, Stream* stream) override;
   Status Barrier(Stream* stream) override;
+  // A peer's barrier counter is ahead of this rank's (it waits in a barrier
+  // this rank has not reached); true after a failure, so that the caller
+  // runs the collective and sees the error.
+  bool PeerAhead() const override;
 
  private:
   ShmBackend(const CommunicatorSpec& spec, int64_t segment_bytes);
