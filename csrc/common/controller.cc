@@ -110,15 +110,14 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   all_stuck_ = (bits[0] & kStuckBit) != 0;
 
   // Invalidated entries go on every rank, in slot order (NOTE [Identical caches]).
+  // Set bits are visited lowest first (ctz), so slot order holds.
   for (size_t w = 0; w < words; ++w)
-    for (int b = 0; b < 64; ++b)
-      if (!(valid[w] >> b & 1)) cache_.Erase(static_cast<uint32_t>(w * 64 + b));
+    for (uint64_t gone = ~valid[w]; gone != 0; gone &= gone - 1)
+      cache_.Erase(static_cast<uint32_t>(w * 64 + __builtin_ctzll(gone)));
   std::vector<Response> hits;
   for (size_t w = 0; w < words; ++w) {
-    uint64_t common = hit[w] & valid[w];
-    for (int b = 0; b < 64; ++b) {
-      if (!(common >> b & 1)) continue;
-      const Response& resp = cache_.Touch(static_cast<uint32_t>(w * 64 + b));
+    for (uint64_t common = hit[w] & valid[w]; common != 0; common &= common - 1) {
+      const Response& resp = cache_.Touch(static_cast<uint32_t>(w * 64 + __builtin_ctzll(common)));
       if (timeline_) timeline_->NegotiateEnd(resp.names[0]);
       hits.push_back(resp);
     }

@@ -6,6 +6,7 @@ object, `DEFAULT_RUNTIME`. The C++ extension is imported on first use, so
 importing an adapter never fails merely because the core is not built.
 """
 import importlib
+import sys
 import threading
 
 NOT_INITIALIZED = "Horovod has not been initialized; use hvd.init()."
@@ -29,6 +30,9 @@ class DefaultRuntime:
     @staticmethod
     def core():
         """The `horovod_accel._core` module; ImportError with a how-to-fix message."""
+        core = sys.modules.get("horovod_accel._core")  # the per-op path: no import machinery
+        if core is not None:
+            return core
         try:
             return importlib.import_module("horovod_accel._core")
         except ImportError as e:
