@@ -3,12 +3,14 @@
 // computes its expected output without communication.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -300,6 +302,36 @@ TEST(ShmBackendTest, MixedCollectivesBackToBackStayCorrect) {
       }
     });
   }
+}
+
+// PeerAhead (NOTE [Quiet cycles]): false while every rank stands between the
+// same two collectives; true on the others, without blocking, once one rank
+// waits in a collective they have not entered; false again after it.
+TEST(ShmBackendTest, PeerAheadSeesExactlyAPeerWaitingInTheNextCollective) {
+  constexpr int kRanks = 3;
+  std::atomic<int> between{0}, done{0};
+  auto all_at = [](std::atomic<int>& counter, int target) {
+    counter.fetch_add(1);
+    while (counter.load() < target) std::this_thread::yield();
+  };
+  hvda::testing::RunRanks(kRanks, [&](int rank, int n, Store* store) {
+    std::unique_ptr<CollectiveBackend> b;
+    ASSERT_TRUE(ShmBackend::Create(hvda::testing::LocalSpec(store, "ahead/", rank, n), 8192, &b).ok());
+    ASSERT_TRUE(b->Barrier(nullptr).ok());
+    all_at(between, n);  // every rank is past the first barrier, none in a second
+    EXPECT_FALSE(b->PeerAhead()) << "rank " << rank;
+    all_at(between, 2 * n);
+    if (rank != 0) {
+      // Rank 0 enters the next barrier and waits there; the others see it.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!b->PeerAhead() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      EXPECT_TRUE(b->PeerAhead()) << "rank " << rank;
+    }
+    ASSERT_TRUE(b->Barrier(nullptr).ok());
+    all_at(done, n);
+    EXPECT_FALSE(b->PeerAhead()) << "rank " << rank;
+  });
 }
 
 // A rank that never arrives makes the others fail within the timeout with a

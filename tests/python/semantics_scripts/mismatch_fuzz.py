@@ -412,19 +412,22 @@ def same_core_prefix(prefix):
     deadlock kind). To reach the coordinator's check that one name is used
     by one collective, the op modules' submit() is given a fixed prefix, so
     every rank's op gets the core name '<prefix>.<name>'."""
-    mods = (ops_allreduce, ops_gather, ops_alltoall)
-    saved = [m.submit for m in mods]
+    # Every submit entry point of the op modules (submit_one: the per-op
+    # fast path of allreduce).
+    patched = [(m, attr) for m in (ops_allreduce, ops_gather, ops_alltoall)
+               for attr in ("submit", "submit_one") if hasattr(m, attr)]
+    saved = [getattr(m, attr) for m, attr in patched]
 
     def fixed(orig):
         return lambda _op, *args, **kwargs: orig(prefix, *args, **kwargs)
 
     try:
-        for m, orig in zip(mods, saved):
-            m.submit = fixed(orig)
+        for (m, attr), orig in zip(patched, saved):
+            setattr(m, attr, fixed(orig))
         yield
     finally:
-        for m, orig in zip(mods, saved):
-            m.submit = orig
+        for (m, attr), orig in zip(patched, saved):
+            setattr(m, attr, orig)
 
 
 def submit(spec, x):
