@@ -64,13 +64,20 @@ void Runtime::NoteEnqueued() {
   if (!inline_cycles_ || backed_off_.load(std::memory_order_acquire)) Wake();
 }
 
+namespace {
+
+// A live set of this rank with requests not yet answered by negotiation.
+bool Unanswered(const ProcessSetState& ps) {
+  return ps.member() && !ps.removed &&
+         (ps.queue.HasNewRequests() || ps.controller->pending() > 0);
+}
+
+}  // namespace
+
 bool Runtime::Negotiating() {
   std::lock_guard<std::mutex> lock(sets_mu_);
-  for (auto& kv : sets_) {
-    const ProcessSetState& ps = *kv.second;
-    if (!ps.member() || ps.removed) continue;
-    if (ps.queue.HasNewRequests() || ps.controller->pending() > 0) return true;
-  }
+  for (auto& kv : sets_)
+    if (Unanswered(*kv.second)) return true;
   return false;
 }
 
@@ -197,8 +204,7 @@ bool Runtime::CycleWantedLocked(bool* device_busy) {
       wanted |= !ps.device_executor->NotifiesCompletion();  // completions found by cycles
     }
     if (!ps.member() || ps.removed) continue;
-    wanted |= ps.queue.HasNewRequests() || ps.controller->pending() > 0 ||
-              ps.executor->HasInflight() || ps.controller->PeerMayWait();
+    wanted |= Unanswered(ps) || ps.executor->HasInflight() || ps.controller->PeerMayWait();
   }
   return wanted;
 }

@@ -29,6 +29,23 @@ struct DeviceOutput {
   int dtype = 0;
 };
 
+// Work.wait / Work.finish: waits up to `timeout` (GIL released, and not at
+// all when already done); false while the op still runs. Once done, frees
+// the op's name if `release_name`, then raises CollectiveError if it failed.
+bool WaitAndCheck(Work& w, double timeout, bool release_name) {
+  bool done = w.IsCompleted();
+  if (!done) {
+    py::gil_scoped_release release;
+    done = w.Wait(timeout);
+  }
+  if (!done) return false;
+  if (release_name) w.ReleaseName();
+  Status st = w.status();
+  if (!st.ok())
+    RaiseStatus(st.code() == StatusCode::kInvalidArgument ? Status::Unknown(st.reason()) : st);
+  return true;
+}
+
 }  // namespace
 
 void RaiseStatus(const Status& st) {
@@ -69,20 +86,7 @@ void BindWork(py::module_& m) {
   py::class_<Work, std::shared_ptr<Work>>(m, "Work")
       .def("is_completed", &Work::IsCompleted)
       .def(
-          "wait",
-          [](const Work& w, double timeout) {
-            bool done = w.IsCompleted();  // done: no GIL hand-off at all
-            if (!done) {
-              py::gil_scoped_release release;
-              done = w.Wait(timeout);
-            }
-            if (!done) return false;
-            Status st = w.status();
-            if (!st.ok()) RaiseStatus(st.code() == StatusCode::kInvalidArgument
-                                          ? Status::Unknown(st.reason())
-                                          : st);
-            return true;
-          },
+          "wait", [](Work& w, double timeout) { return WaitAndCheck(w, timeout, false); },
           py::arg("timeout_seconds") = -1.0,
           "Blocks (GIL released) until done; False on timeout; raises CollectiveError on failure.")
       .def("output",
@@ -96,21 +100,7 @@ void BindWork(py::module_& m) {
              return py::cast(std::move(b));
            })
       .def(
-          "finish",
-          [](Work& w, double timeout) {
-            bool done = w.IsCompleted();
-            if (!done) {
-              py::gil_scoped_release release;
-              done = w.Wait(timeout);
-            }
-            if (!done) return false;
-            w.ReleaseName();
-            Status st = w.status();
-            if (!st.ok()) RaiseStatus(st.code() == StatusCode::kInvalidArgument
-                                          ? Status::Unknown(st.reason())
-                                          : st);
-            return true;
-          },
+          "finish", [](Work& w, double timeout) { return WaitAndCheck(w, timeout, true); },
           py::arg("timeout"),
           "wait(timeout), then (once complete) release_name(): False while the op still runs; "
           "True once it succeeded; raises, with the name released, if it failed.")

@@ -105,13 +105,7 @@ class HandleTable:
             return self.submit(op, name, process_set_id, enqueue, keep, None, args=args,
                                result=result)
         base = f"{op}.{name}"
-        try:
-            work = enqueue(base, *args)
-        except ValueError:
-            raise
-        except RuntimeError as e:
-            raise HorovodInternalError(str(e)) from e
-        handle = Handle(base, [work], keep, None, result)
+        handle = Handle(base, _call_enqueue(enqueue, base, *args), keep, None, result)
         self._pending[handle] = True
         return handle
 

@@ -36,15 +36,13 @@ def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_fact
     # allocations (each op's Python cost and garbage-collector pressure is
     # most of a small allreduce's time; benchmarks/allreduce.py's async batch).
     ps_id = registered_id(process_set)
-    if ps_id:
-        _check_adasum(op, ps_id)
+    _check_adasum(op, ps_id)
     rt = DEFAULT_RUNTIME.enqueue_runtime()
-    dtype = _t.fast_dtype_code(tensor)
-    device = -1 if tensor.is_cpu else _t.device_id(tensor)
-    inp = tensor if tensor.is_contiguous() else tensor.detach().contiguous()
+    dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
+    inp = _t.as_input(tensor)
     args_tail = (dtype, inp.shape, device, int(op), float(prescale_factor), float(postscale_factor))
     if not in_place:
-        out = torch.empty(inp.shape, dtype=inp.dtype, device=inp.device)
+        out, _ = _t.output_for(tensor, inp, False)
         return submit_one("allreduce", name, ps_id, rt.enqueue_allreduce,
                           (ps_id, inp.data_ptr(), out.data_ptr()) + args_tail, (inp, out), out)
     if inp is tensor:

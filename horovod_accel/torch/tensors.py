@@ -27,15 +27,6 @@ _DTYPE_CODES = {
 _SUPPORTED = ", ".join(str(d).replace("torch.", "") for d in _DTYPE_CODES)
 
 
-def fast_dtype_code(tensor):
-    """dtype_code() for the per-op path: one dict lookup when tensor is a
-    tensor of a supported dtype, else dtype_code()'s ValueError."""
-    try:
-        return _DTYPE_CODES[tensor.dtype]
-    except (AttributeError, KeyError, TypeError):
-        return dtype_code(tensor)
-
-
 def dtype_code(tensor):
     """The core's dtype code of tensor; ValueError for non-tensors and
     unsupported dtypes."""
