@@ -42,6 +42,7 @@ bool Timeline::Start(const std::string& path, bool mark_cycles, std::string* err
   first_record_ = true;
   pids_.clear();
   negotiating_.clear();
+  open_.clear();
   start_ = std::chrono::steady_clock::now();
   auto since_epoch = std::chrono::duration_cast<std::chrono::microseconds>(
                          std::chrono::system_clock::now().time_since_epoch())
@@ -62,6 +63,13 @@ void Timeline::Stop() {
 void Timeline::CloseLocked() {
   enabled_ = false;
   if (file_ == nullptr) return;
+  const std::string now = std::to_string(NowMicros());
+  for (const auto& kv : open_)
+    for (int i = 0; i < kv.second; ++i)
+      WriteLocked(R"({"ph": "E", "ts": )" + now + ", \"pid\": " + std::to_string(kv.first) +
+                  ", \"tid\": 0}");
+  open_.clear();
+  negotiating_.clear();
   std::fputs("\n]\n", file_);
   std::fclose(file_);
   file_ = nullptr;
@@ -77,6 +85,22 @@ void Timeline::WriteLocked(const std::string& record) {
   if (!first_record_) std::fputs(",\n", file_);
   first_record_ = false;
   std::fputs(record.c_str(), file_);
+}
+
+void Timeline::BeginLocked(int pid, const std::string& record) {
+  WriteLocked(record);
+  ++open_[pid];
+}
+
+void Timeline::EndLocked(const std::string& tensor, const std::string& args) {
+  auto known = pids_.find(tensor);
+  if (known == pids_.end()) return;
+  const int pid = known->second;
+  auto it = open_.find(pid);
+  if (it == open_.end()) return;
+  if (--it->second == 0) open_.erase(it);
+  WriteLocked(R"({"ph": "E", "ts": )" + std::to_string(NowMicros()) + ", \"pid\": " +
+              std::to_string(pid) + ", \"tid\": 0" + args + "}");
 }
 
 int Timeline::PidLocked(const std::string& tensor) {
@@ -99,9 +123,9 @@ void Timeline::NegotiateStart(const std::string& tensor, RequestType type) {
   HVDA_TIMELINE_GUARD;
   if (!negotiating_.insert(tensor).second) return;
   int pid = PidLocked(tensor);
-  WriteLocked(R"({"name": "NEGOTIATE_)" + std::string(RequestTypeName(type)) +
-              R"(", "ph": "B", "ts": )" + std::to_string(NowMicros()) +
-              ", \"pid\": " + std::to_string(pid) + ", \"tid\": 0}");
+  BeginLocked(pid, R"({"name": "NEGOTIATE_)" + std::string(RequestTypeName(type)) +
+                       R"(", "ph": "B", "ts": )" + std::to_string(NowMicros()) +
+                       ", \"pid\": " + std::to_string(pid) + ", \"tid\": 0}");
 }
 
 void Timeline::NegotiateRankReady(const std::string& tensor, int rank) {
@@ -115,36 +139,34 @@ void Timeline::NegotiateRankReady(const std::string& tensor, int rank) {
 void Timeline::NegotiateEnd(const std::string& tensor) {
   HVDA_TIMELINE_GUARD;
   if (!negotiating_.erase(tensor)) return;
-  WriteLocked(R"({"ph": "E", "ts": )" + std::to_string(NowMicros()) +
-              ", \"pid\": " + std::to_string(PidLocked(tensor)) + ", \"tid\": 0}");
+  EndLocked(tensor, "");
 }
 
 void Timeline::OpStart(const std::string& tensor, ResponseType type) {
   HVDA_TIMELINE_GUARD;
-  WriteLocked(R"({"name": ")" + std::string(ResponseTypeName(type)) + R"(", "ph": "B", "ts": )" +
-              std::to_string(NowMicros()) + ", \"pid\": " + std::to_string(PidLocked(tensor)) +
-              ", \"tid\": 0}");
+  const int pid = PidLocked(tensor);
+  BeginLocked(pid, R"({"name": ")" + std::string(ResponseTypeName(type)) + R"(", "ph": "B", "ts": )" +
+                       std::to_string(NowMicros()) + ", \"pid\": " + std::to_string(pid) +
+                       ", \"tid\": 0}");
 }
 
 void Timeline::ActivityStart(const std::string& tensor, const char* activity) {
   HVDA_TIMELINE_GUARD;
-  WriteLocked(R"({"name": ")" + std::string(activity) + R"(", "ph": "B", "ts": )" +
-              std::to_string(NowMicros()) + ", \"pid\": " + std::to_string(PidLocked(tensor)) +
-              ", \"tid\": 0}");
+  const int pid = PidLocked(tensor);
+  BeginLocked(pid, R"({"name": ")" + std::string(activity) + R"(", "ph": "B", "ts": )" +
+                       std::to_string(NowMicros()) + ", \"pid\": " + std::to_string(pid) +
+                       ", \"tid\": 0}");
 }
 
 void Timeline::ActivityEnd(const std::string& tensor) {
   HVDA_TIMELINE_GUARD;
-  WriteLocked(R"({"ph": "E", "ts": )" + std::to_string(NowMicros()) +
-              ", \"pid\": " + std::to_string(PidLocked(tensor)) + ", \"tid\": 0}");
+  EndLocked(tensor, "");
 }
 
 void Timeline::OpEnd(const std::string& tensor, DataType dtype, const std::vector<int64_t>& shape) {
   HVDA_TIMELINE_GUARD;
-  WriteLocked(R"({"ph": "E", "ts": )" + std::to_string(NowMicros()) +
-              ", \"pid\": " + std::to_string(PidLocked(tensor)) +
-              R"(, "tid": 0, "args": {"dtype": ")" + DataTypeName(dtype) + R"(", "shape": ")" +
-              ShapeString(shape) + "\"}}");
+  EndLocked(tensor, R"(, "args": {"dtype": ")" + std::string(DataTypeName(dtype)) +
+                                  R"(", "shape": ")" + ShapeString(shape) + "\"}");
 }
 
 void Timeline::MarkCycleStart() {

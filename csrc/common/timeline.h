@@ -24,6 +24,10 @@ class Timeline {
   ~Timeline();
   // Opens (truncates) path and starts recording. Replaces a running file.
   bool Start(const std::string& path, bool mark_cycles, std::string* error);
+  // Closes the file as valid JSON with every begun activity ended: a
+  // negotiation or op that other threads are still running when the
+  // timeline stops gets its end event now, and its later end is dropped
+  // (the file never depends on how the stop raced with the cycles).
   void Stop();
   bool enabled() const { return enabled_; }  // racy read is fine: a hint
 
@@ -40,6 +44,11 @@ class Timeline {
   int64_t NowMicros() const;
   int PidLocked(const std::string& tensor);
   void WriteLocked(const std::string& record);
+  // A "B" event for pid / the "E" event closing the latest open one of
+  // tensor's pid (`args`: extra JSON fields); an end without an open begin in
+  // this file (begun before Start) writes nothing.
+  void BeginLocked(int pid, const std::string& record);
+  void EndLocked(const std::string& tensor, const std::string& args);
   void CloseLocked();
 
   std::mutex mu_;
@@ -50,6 +59,7 @@ class Timeline {
   std::chrono::steady_clock::time_point start_;
   std::unordered_map<std::string, int> pids_;
   std::unordered_set<std::string> negotiating_;
+  std::unordered_map<int, int> open_;  // pid -> begun, not yet ended activities
 };
 
 }  // namespace hvda
