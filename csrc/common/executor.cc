@@ -1,5 +1,6 @@
 #include "common/executor.h"
 
+#include <algorithm>
 #include <cctype>
 #include <numeric>
 #include <thread>
@@ -307,6 +308,35 @@ Status Executor::Unpack(const Response& r, std::vector<TensorEntry>& entries,
   return st;
 }
 
+// NOTE [Reducing in place of the caller]: a backend that ReducesSpans()
+// (shm) reduces a response's tensors where they are, as if concatenated,
+// instead of the executor packing them into the fusion buffer and unpacking
+// the result: two whole memory passes less (a fused 4 MB group measured 3x
+// slower than one 4 MB tensor on 2 cores before this). Used when every
+// tensor is this rank's own (a joined rank contributes zeros: packed) and
+// their memory is disjoint as the backend requires: an input either is its
+// output or overlaps nothing, and no two tensors share bytes (a tensor
+// passed twice in one group is packed, as before). *spans: in order.
+bool Executor::SpansFor(const Response& r, const std::vector<TensorEntry>& entries,
+                        const std::vector<bool>& have, std::vector<CollectiveBackend::Span>* spans) {
+  const size_t esize = DataTypeSize(r.dtype);
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end) of every buffer
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!have[i]) return false;
+    const int64_t n = r.TensorElements(i);
+    spans->push_back(CollectiveBackend::Span{entries[i].input, entries[i].output, n});
+    if (n == 0) continue;
+    const auto in = reinterpret_cast<uintptr_t>(entries[i].input);
+    const auto out = reinterpret_cast<uintptr_t>(entries[i].output);
+    ranges.emplace_back(in, in + n * esize);
+    if (out != in) ranges.emplace_back(out, out + n * esize);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second) return false;
+  return true;
+}
+
 Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
                            std::vector<bool>& have) {
   CollectiveBackend* backend = Pick(CollectiveKind::kAllreduce, r.dtype, r.reduce_op);
@@ -315,26 +345,27 @@ Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
   for (size_t i = 0; i < r.shapes.size(); ++i) count += r.TensorElements(i);
   const double post = r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / backend->size() : 1.0);
 
+  // The backend reads every input and writes every output where they are:
+  // no fusion-buffer packing (NOTE [Reducing in place of the caller]).
+  std::vector<CollectiveBackend::Span> spans;
+  if (r.prescale == 1.0 && backend->ReducesSpans() && SpansFor(r, entries, have, &spans)) {
+    Begin(r, *backend, "ALLREDUCE");
+    Status st = backend->AllreduceSpans(spans, r.dtype, WireOp(r.reduce_op), stream_.get());
+    End(r);
+    HVDA_RETURN_IF_ERROR(st);
+    if (post != 1.0)
+      for (const auto& s : spans)
+        HVDA_RETURN_IF_ERROR(
+            device_->execution().Scale(s.out, s.count, r.dtype, post, stream_.get()));
+    return Status::OK();
+  }
   void* buf;
   bool direct;
-  Status st;
-  // A single out-of-place tensor without prescale: the backend reads the
-  // input where it is and writes the output (no copy of input into output).
-  if (entries.size() == 1 && have[0] && entries[0].input != entries[0].output &&
-      r.prescale == 1.0 && backend->ReducesOutOfPlace()) {
-    buf = entries[0].output;
-    direct = true;
-    Begin(r, *backend, "ALLREDUCE");
-    st = backend->AllreduceOutOfPlace(entries[0].input, buf, count, r.dtype,
-                                      WireOp(r.reduce_op), stream_.get());
-  } else {
-    HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
-    if (r.prescale != 1.0)
-      HVDA_RETURN_IF_ERROR(
-          device_->execution().Scale(buf, count, r.dtype, r.prescale, stream_.get()));
-    Begin(r, *backend, "ALLREDUCE");
-    st = backend->Allreduce(buf, count, r.dtype, WireOp(r.reduce_op), stream_.get());
-  }
+  HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
+  if (r.prescale != 1.0)
+    HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale, stream_.get()));
+  Begin(r, *backend, "ALLREDUCE");
+  Status st = backend->Allreduce(buf, count, r.dtype, WireOp(r.reduce_op), stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
   if (post != 1.0)

@@ -86,6 +86,10 @@ class Executor {
               void** buf, bool* direct);
   Status Unpack(const Response& r, std::vector<TensorEntry>& entries,
                 const std::vector<bool>& have);
+  // NOTE [Reducing in place of the caller]: r's tensors as spans for
+  // CollectiveBackend::AllreduceSpans, if they qualify (else false).
+  bool SpansFor(const Response& r, const std::vector<TensorEntry>& entries,
+                const std::vector<bool>& have, std::vector<CollectiveBackend::Span>* spans);
   Status Allreduce(const Response& r, std::vector<TensorEntry>& entries, std::vector<bool>& have);
   // Adasum (reduce_op kAdasum): allgather + local tree; NOTE [Adasum on CPU].
   Status Adasum(const Response& r, std::vector<TensorEntry>& entries, std::vector<bool>& have);

@@ -51,14 +51,24 @@ class CollectiveBackend {
   virtual Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op,
                            Stream* stream) = 0;
 
-  // Out of place, for backends that can read the input where it is (saves
-  // the executor's copy of in into out, a whole memory pass): out receives
-  // the reduction of every rank's `in` (count elements); in is not modified
-  // and does not overlap out. Only called when ReducesOutOfPlace().
-  virtual bool ReducesOutOfPlace() const { return false; }
-  virtual Status AllreduceOutOfPlace(const void* in, void* out, int64_t count, DataType dtype,
-                                     ReduceOp op, Stream* stream) {
-    return Status::Unknown(std::string(name()) + " has no out-of-place allreduce");
+  // Allreduce of several tensors as if they were one concatenation of
+  // spans[0], spans[1], ..., each read from its `in` and written to its
+  // `out` where they are, for backends that can (saves the executor's
+  // packing into and out of a fusion buffer, two whole memory passes; or,
+  // for one out-of-place tensor, the copy of in into out). Every rank passes
+  // the same counts in the same order. A span's in and out are either the
+  // same pointer (in place) or do not overlap; no two spans' memory
+  // overlaps; ins not equal to their out are not modified. Only called when
+  // ReducesSpans().
+  struct Span {
+    const void* in;
+    void* out;
+    int64_t count;  // elements
+  };
+  virtual bool ReducesSpans() const { return false; }
+  virtual Status AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
+                                Stream* stream) {
+    return Status::Unknown(std::string(name()) + " cannot reduce tensors where they are");
   }
 
   // out = concat over ranks r of (bytes_per_rank[r] bytes of rank r's input).

@@ -52,9 +52,9 @@ class ShmBackend : public CollectiveBackend {
   // ignored (the CPU device's streams are always drained; may be null).
   Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op,
                    Stream* stream) override;
-  bool ReducesOutOfPlace() const override { return true; }
-  Status AllreduceOutOfPlace(const void* in, void* out, int64_t count, DataType dtype,
-                             ReduceOp op, Stream* stream) override;
+  bool ReducesSpans() const override { return true; }
+  Status AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
+                        Stream* stream) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank,
                     Stream* stream) override;
   Status Broadcast(void* buffer, int64_t bytes, int root, Stream* stream) override;

@@ -1,7 +1,8 @@
 // ShmBackend: the reducing collectives (allreduce, reducescatter).
 //
-// NOTE [shm allreduce]: the buffer is processed in chunks of at most one
-// half (NOTE [shm steps]). A chunk is cut into `size` slices; rank q owns
+// NOTE [shm allreduce]: the buffer (for AllreduceSpans, the concatenation
+// of the spans) is processed in chunks of at most one half (NOTE [shm
+// steps]). A chunk is cut into `size` slices; rank q owns
 // slice q. In rank r's half, slot q (q != r) carries r's input for slice q
 // and slot r carries r's reduced slice, so a half is exactly one chunk:
 //   1. each rank copies its input slices q != r into its half, slot q;
@@ -46,56 +47,102 @@ int64_t SlotElems(int64_t half_bytes, int size, int64_t esize) {
   return std::max<int64_t>(line, (half_bytes / esize) / size / line * line);
 }
 
+// The concatenation of the spans of an AllreduceSpans call, addressed by
+// element offset. Borrows `spans`, which must outlive it.
+class SpanCursor {
+ public:
+  using Span = CollectiveBackend::Span;
+
+  explicit SpanCursor(const std::vector<Span>& spans) : spans_(spans), start_(spans.size() + 1, 0) {
+    for (size_t i = 0; i < spans.size(); ++i) start_[i + 1] = start_[i] + spans[i].count;
+  }
+  int64_t total() const { return start_.back(); }
+
+  // Calls fn(span, first, n, at) for each piece of the elements [lo, lo + len)
+  // of the concatenation, in order: n elements of `span` from its element
+  // `first` on, which are elements [at, at + n) of the concatenation.
+  // Precondition: 0 <= lo and lo + len <= total().
+  template <typename Fn>
+  void ForEach(int64_t lo, int64_t len, Fn&& fn) const {
+    if (len <= 0) return;
+    // The last span starting at or before lo (empty spans are skipped).
+    size_t i = static_cast<size_t>(std::upper_bound(start_.begin(), start_.end(), lo) -
+                                   start_.begin()) - 1;
+    while (len > 0) {
+      const int64_t first = lo - start_[i];
+      const int64_t n = std::min(len, spans_[i].count - first);
+      if (n > 0) fn(spans_[i], first, n, lo);
+      lo += n;
+      len -= n;
+      ++i;
+    }
+  }
+
+ private:
+  const std::vector<Span>& spans_;
+  std::vector<int64_t> start_;  // start_[i]: offset of spans_[i]; back(): total
+};
+
 }  // namespace
 
 Status ShmBackend::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op, Stream* s) {
-  return AllreduceOutOfPlace(buffer, buffer, count, dtype, op, s);
+  return AllreduceSpans({Span{buffer, buffer, count}}, dtype, op, s);
 }
 
-// NOTE [shm allreduce] with the input read where it is: steps 1 and 3 read
-// `in`, steps 3 and 5 write `out`, so in == out (in place) and in != out cost
-// the same.
-Status ShmBackend::AllreduceOutOfPlace(const void* input, void* output, int64_t count,
-                                       DataType dtype, ReduceOp op, Stream*) {
+// NOTE [shm allreduce] over the concatenation of the spans, each read and
+// written where it is: steps 1 and 3 read the inputs, steps 3 and 5 write
+// the outputs, so in place, out of place and several tensors (a fused
+// response) cost the same memory passes as one in-place buffer.
+Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
+                                  Stream*) {
   HVDA_RETURN_IF_ERROR(Check("allreduce", size_));
   if (!IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("shm backend: allreduce does not support ") +
                                    DataTypeName(dtype) + " with " + ReduceOpName(op) + ".");
   const int64_t esize = DataTypeSize(dtype);
+  const SpanCursor all(spans);
+  const int64_t count = all.total();
   if (count == 0) return Status::OK();
+  auto in = [esize](const Span& s, int64_t first) {
+    return static_cast<const char*>(s.in) + first * esize;
+  };
+  auto out = [esize](const Span& s, int64_t first) { return static_cast<char*>(s.out) + first * esize; };
   if (size_ == 1) {
-    if (input != output) CopyBytes(output, input, count * esize);
+    for (const Span& s : spans)
+      if (s.in != s.out) CopyBytes(s.out, s.in, s.count * esize);
     return Status::OK();
   }
   // Largest chunk whose slices (each rounded up to a cache line) fit a half.
   const int64_t chunk_max = SlotElems(half_bytes_, size_, esize) * size_;
-  const char* in = static_cast<const char*>(input);
-  char* out = static_cast<char*>(output);
   std::vector<const void*> srcs(size_);
   for (int64_t done = 0; done < count; done += chunk_max) {
     const int64_t chunk = std::min(chunk_max, count - done);
     const int64_t slice = SliceElems(chunk, size_, esize);
     auto slice_len = [&](int q) { return Clamp(chunk - q * slice, slice); };
-    const char* src = in + done * esize;
-    char* dst = out + done * esize;
+    // Element `at` of the concatenation sits at byte (at - done) * esize of
+    // a half in this chunk.
+    auto slot = [&](int rank, int half, int64_t at) { return Half(rank, half) + (at - done) * esize; };
     const int h = NextHalf();
-    char* mine = Half(rank_, h);
     for (int q = 0; q < size_; ++q)
-      if (q != rank_) CopyBytes(mine + q * slice * esize, src + q * slice * esize, slice_len(q) * esize);
+      if (q != rank_)
+        all.ForEach(done + q * slice, slice_len(q), [&](const Span& s, int64_t first, int64_t n, int64_t at) {
+          CopyBytes(slot(rank_, h, at), in(s, first), n * esize);
+        });
     HVDA_RETURN_IF_ERROR(Sync("allreduce"));
-    const int64_t own = slice_len(rank_);
-    if (own > 0) {
-      const int64_t off = rank_ * slice * esize;
-      // Source order is rank order on every rank, so results are identical
-      // everywhere (floating-point sums depend on the order).
-      for (int p = 0; p < size_; ++p) srcs[p] = p == rank_ ? src + off : Half(p, h) + off;
-      ReduceN(dst + off, srcs.data(), size_, own, dtype, op);
-      CopyBytes(mine + off, dst + off, own * esize);
-    }
+    all.ForEach(done + rank_ * slice, slice_len(rank_),
+                [&](const Span& s, int64_t first, int64_t n, int64_t at) {
+                  // Source order is rank order on every rank, so results are
+                  // identical everywhere (floating-point sums depend on it).
+                  for (int p = 0; p < size_; ++p) srcs[p] = p == rank_ ? in(s, first) : slot(p, h, at);
+                  ReduceN(out(s, first), srcs.data(), size_, n, dtype, op);
+                  CopyBytes(slot(rank_, h, at), out(s, first), n * esize);
+                });
     HVDA_RETURN_IF_ERROR(Sync("allreduce"));
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
-        CopyBytes(dst + q * slice * esize, Half(q, h) + q * slice * esize, slice_len(q) * esize);
+        all.ForEach(done + q * slice, slice_len(q), [&](const Span& s, int64_t first, int64_t n, int64_t at) {
+          CopyBytes(out(s, first), slot(q, h, at), n * esize);
+        });
   }
   return Status::OK();
 }
