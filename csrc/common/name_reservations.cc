@@ -5,15 +5,14 @@ namespace hvda {
 bool NameReservations::TryReserve(const std::vector<const std::string*>& names,
                                   std::string* taken) {
   std::lock_guard<std::mutex> lock(mu_);
+  // Insert one by one; a name already there (reserved earlier, or repeated
+  // in `names`) undoes this call's insertions. O(names), not O(names^2).
   for (size_t i = 0; i < names.size(); ++i) {
-    bool repeated = false;
-    for (size_t j = 0; j < i; ++j) repeated |= *names[j] == *names[i];
-    if (repeated || names_.count(*names[i])) {
-      *taken = *names[i];
-      return false;
-    }
+    if (names_.insert(*names[i]).second) continue;
+    *taken = *names[i];
+    for (size_t j = 0; j < i; ++j) names_.erase(*names[j]);
+    return false;
   }
-  for (const std::string* n : names) names_.insert(*n);
   return true;
 }
 

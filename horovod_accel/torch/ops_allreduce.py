@@ -127,17 +127,26 @@ def _grouped_allreduce_async(tensors, in_place, name, op, prescale_factor, posts
     if not tensors:
         return submit_internal("grouped_allreduce.empty", lambda: [], keep=(),
                                finish=lambda works: [])
+    # Per tensor, this is the cost of a DistributedOptimizer bucket: no
+    # closures or generators for the common case (contiguous, in place).
     dtypes = [_t.dtype_code(t) for t in tensors]
     device = _t.common_device(tensors)
     inps = [_t.as_input(t) for t in tensors]
-    outs, finishes = zip(*(_t.output_for(t, i, in_place) for t, i in zip(tensors, inps)))
-    finish = lambda works: [f(works) for f in finishes]  # noqa: E731
+    finish, result = None, tensors
+    if not in_place:
+        outs = result = [torch.empty(i.shape, dtype=i.dtype, device=i.device) for i in inps]
+    else:
+        outs = inps
+        if any(i is not t for i, t in zip(inps, tensors)):
+            # Non-contiguous tensors were reduced in contiguous copies.
+            finish = lambda works: [_t.copy_back(t, i) for t, i in zip(tensors, inps)]  # noqa: E731
     return submit("grouped_allreduce", name, ps_id,
                   lambda names: rt.enqueue_grouped_allreduce(
                       names, ps_id, [i.data_ptr() for i in inps], [o.data_ptr() for o in outs],
-                      dtypes, [_t.shape(i) for i in inps], device, int(op), float(prescale_factor),
+                      dtypes, [i.shape for i in inps], device, int(op), float(prescale_factor),
                       float(postscale_factor)),
-                  keep=(tensors, inps, outs), finish=finish, group_size=len(tensors))
+                  keep=(tensors, inps, outs), finish=finish, group_size=len(tensors),
+                  result=result)
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,

@@ -83,6 +83,10 @@ def device_id(tensor):
 def common_device(tensors):
     """The device (see device_id) shared by all tensors of a grouped op;
     ValueError otherwise."""
+    # t.device builds a torch.device (and .type a string) per call; CPU
+    # tensors, the common case, need neither.
+    if all(t.is_cpu for t in tensors):
+        return -1
     devices = {(t.device.type, _index(t.device)) if t.device.type != "cpu" else None
                for t in tensors}
     if len(devices) > 1:

@@ -157,6 +157,12 @@ TEST(TensorQueue, DuplicateNamesRejectedAtomically) {
   q.PopNewRequests(&reqs);
   EXPECT_EQ(reqs.size(), 1u);
   EXPECT_FALSE(q.HasNewRequests());
+  // The refused group reserved nothing: "y" is free, "x" still taken.
+  TensorEntry y = b;
+  y.work = std::make_shared<Work>();
+  EXPECT_TRUE(q.Add({y}).ok());
+  EXPECT_EQ(q.Add({c}).code(), StatusCode::kInvalidArgument);
+  q.PopNewRequests(&reqs);
   q.FailAll(Status::Aborted("stop"));
   EXPECT_TRUE(a.work->IsCompleted());
   EXPECT_EQ(a.work->status().code(), StatusCode::kAborted);
