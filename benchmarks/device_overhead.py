@@ -12,29 +12,19 @@ Targets (issue 7): ratio >= 0.8 at 64 MiB, added latency <= 30 us at 4 KiB.
 Runs are repeated (--runs) and the spread is printed: this VM class jitters.
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from json_job import run_json_job
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def one_run(np_, sizes, out):
-    cmd = ["bash", str(REPO / "scripts" / "emulated_gcu.sh"), sys.executable, "-m",
-           "horovod_accel.runner.launch", "-np", str(np_), sys.executable,
-           str(REPO / "benchmarks" / "peers" / "device_worker.py"), "--out", out, "--sizes", sizes]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOROVOD_")}
-    env["PYTHONPATH"] = str(REPO)
-    env["OMP_NUM_THREADS"] = "1"
-    r = subprocess.run(cmd, env=env, cwd=str(REPO), capture_output=True, text=True, timeout=900)
-    if r.returncode != 0:
-        sys.exit(f"benchmark job failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
-    with open(out) as f:
-        return json.load(f)
+    return run_json_job(np_, "device_worker.py", out, ["--sizes", sizes],
+                        wrapper=["bash", str(REPO / "scripts" / "emulated_gcu.sh")])
 
 
 def main():

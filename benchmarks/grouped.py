@@ -14,29 +14,15 @@ each ratio's median and [min..max] over the jobs. A DistributedOptimizer
 bucket is such a group.
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-WORKER = REPO / "benchmarks" / "peers" / "grouped_worker.py"
+from json_job import run_json_job
 
 
 def one_job(np_, out):
-    cmd = [sys.executable, "-m", "horovod_accel.runner.launch", "-np", str(np_), sys.executable,
-           str(WORKER), "--out", out]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOROVOD_")}
-    env["PYTHONPATH"] = str(REPO)
-    env["OMP_NUM_THREADS"] = "1"
-    r = subprocess.run(cmd, env=env, cwd=str(REPO), capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        sys.exit(f"benchmark job failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
-    with open(out) as f:
-        return json.load(f)
+    return run_json_job(np_, "grouped_worker.py", out, timeout=600)
 
 
 def main():
