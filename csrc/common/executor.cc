@@ -311,9 +311,10 @@ Status Executor::Unpack(const Response& r, std::vector<TensorEntry>& entries,
 // NOTE [Reducing in place of the caller]: a backend that ReducesSpans()
 // (shm) reduces a response's tensors where they are, as if concatenated,
 // instead of the executor packing them into the fusion buffer and unpacking
-// the result: two whole memory passes less (benchmarks/grouped.py, np 2 on
-// 2 cores: a group of 16 tensors, 4 MiB in all, took 3.0-3.4x the time of
-// one 4 MiB tensor with packing, 1.0-1.4x without). Used when every
+// the result: two whole memory passes less (benchmarks/grouped.py, np 2, on
+// one 2-core VM on 2026-11-25: a group of 16 tensors, 4 MiB in all, took
+// 3.0-3.4x the time of one 4 MiB tensor with packing, 1.0-1.4x without;
+// benchmarks/README.md has the runs). Used when every
 // tensor is this rank's own (a joined rank contributes zeros: packed) and
 // their memory is disjoint as the backend requires: an input either is its
 // output or overlaps nothing, and no two tensors share bytes (a tensor
@@ -322,6 +323,8 @@ bool Executor::SpansFor(const Response& r, const std::vector<TensorEntry>& entri
                         const std::vector<bool>& have, std::vector<CollectiveBackend::Span>* spans) {
   const size_t esize = DataTypeSize(r.dtype);
   std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end) of every buffer
+  ranges.reserve(2 * entries.size());
+  spans->reserve(entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
     if (!have[i]) return false;
     const int64_t n = r.TensorElements(i);
@@ -342,8 +345,6 @@ Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
                            std::vector<bool>& have) {
   CollectiveBackend* backend = Pick(CollectiveKind::kAllreduce, r.dtype, r.reduce_op);
   if (backend == nullptr) return NoBackend(CollectiveKind::kAllreduce, r);
-  int64_t count = 0;
-  for (size_t i = 0; i < r.shapes.size(); ++i) count += r.TensorElements(i);
   const double post = r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / backend->size() : 1.0);
 
   // The backend reads every input and writes every output where they are:
@@ -360,6 +361,8 @@ Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
             device_->execution().Scale(s.out, s.count, r.dtype, post, stream_.get()));
     return Status::OK();
   }
+  int64_t count = 0;
+  for (size_t i = 0; i < r.shapes.size(); ++i) count += r.TensorElements(i);
   void* buf;
   bool direct;
   HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));

@@ -179,8 +179,9 @@ void Runtime::BackgroundLoop() {
 // this rank nor any peer needs still costs every rank a rendezvous: on hosts
 // with fewer cores than busy threads, the background threads then wait for
 // each other (spinning, yielding, waking) while the ranks' device streams and
-// training threads want the CPU; measured on the emulated GCU (2 cores, np 2)
-// as +100 to +500 us per synchronous device allreduce. So the background
+// training threads want the CPU; measured on the emulated GCU (one 2-core
+// VM, np 2, 2026-11-25) as +100 to +500 us per synchronous device allreduce
+// (docs/design/negotiation.md has the runs). So the background
 // thread skips its paced cycle unless this rank has requests to negotiate, a
 // host op in flight, device work that only cycles poll, a shutdown to
 // announce, or a peer already waits in the next cycle. The last is exact over

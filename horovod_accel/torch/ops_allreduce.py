@@ -42,7 +42,7 @@ def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_fact
     inp = _t.as_input(tensor)
     args_tail = (dtype, inp.shape, device, int(op), float(prescale_factor), float(postscale_factor))
     if not in_place:
-        out, _ = _t.output_for(tensor, inp, False)
+        out = _t.new_output(inp)
         return submit_one("allreduce", name, ps_id, rt.enqueue_allreduce,
                           (ps_id, inp.data_ptr(), out.data_ptr()) + args_tail, (inp, out), out)
     if inp is tensor:
@@ -134,7 +134,7 @@ def _grouped_allreduce_async(tensors, in_place, name, op, prescale_factor, posts
     inps = [_t.as_input(t) for t in tensors]
     finish, result = None, tensors
     if not in_place:
-        outs = result = [torch.empty(i.shape, dtype=i.dtype, device=i.device) for i in inps]
+        outs = result = [_t.new_output(i) for i in inps]
     else:
         outs = inps
         if any(i is not t for i, t in zip(inps, tensors)):

@@ -153,8 +153,15 @@ def output_for(tensor, inp, in_place):
     finish() returns. finish takes the op's Work list (unused)."""
     if in_place:
         return inp, lambda works: copy_back(tensor, inp)
-    out = torch.empty(inp.shape, dtype=inp.dtype, device=inp.device)
+    out = new_output(inp)
     return out, lambda works: out
+
+
+def new_output(inp):
+    """A new tensor of inp's shape, dtype and device for an out-of-place
+    result (what output_for(..., in_place=False) returns, without its
+    finish closure, for the per-op paths)."""
+    return torch.empty(inp.shape, dtype=inp.dtype, device=inp.device)
 
 
 def splits_list(splits):
