@@ -306,10 +306,12 @@ TEST(ShmBackendTest, MixedCollectivesBackToBackStayCorrect) {
 
 // AllreduceSpans (NOTE [Reducing in place of the caller]): tensors of uneven
 // and zero lengths, some in place and some not, reduce exactly like one
-// concatenated buffer, across chunk boundaries (8 KiB segments), at 2-4
-// ranks; inputs of out-of-place spans are left as they were.
+// concatenated buffer, at 2-4 ranks; inputs of out-of-place spans are left
+// as they were. The large set crosses chunk boundaries (8 KiB segments);
+// the small one fits a half and takes NOTE [shm small allreduce].
 TEST(ShmBackendTest, AllreduceSpansEqualsOneConcatenatedBuffer) {
-  const std::vector<int64_t> counts = {0, 1, 7, 1000, 0, 4099, 33, 1};
+  for (const std::vector<int64_t>& counts : {std::vector<int64_t>{0, 1, 7, 1000, 0, 4099, 33, 1},
+                                             std::vector<int64_t>{0, 3, 100, 0, 17, 1}})
   for (int world : {2, 3, 4}) {
     for (DataType t : {DataType::kFloat32, DataType::kInt64, DataType::kBFloat16, DataType::kUInt8}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {

@@ -14,7 +14,8 @@
 //   5. rank r copies slot q of rank q's half into its buffer, for q != r.
 // Per rank that is about two memory passes over the buffer, and nothing is
 // read twice across the bus, which is what makes it several times faster
-// than TCP loopback.
+// than TCP loopback. Small buffers take one step instead (NOTE [shm small
+// allreduce]).
 #include <algorithm>
 #include <vector>
 
@@ -112,6 +113,8 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
       if (s.in != s.out) CopyBytes(s.out, s.in, s.count * esize);
     return Status::OK();
   }
+  if (count * esize <= std::min(half_bytes_, SmallAllreduceBytes(size_)))
+    return AllreduceSmall(spans, dtype, op);
   // Largest chunk whose slices (each rounded up to a cache line) fit a half.
   const int64_t chunk_max = SlotElems(half_bytes_, size_, esize) * size_;
   std::vector<const void*> srcs(size_);
@@ -143,6 +146,42 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
         all.ForEach(done + q * slice, slice_len(q), [&](const Span& s, int64_t first, int64_t n, int64_t at) {
           CopyBytes(out(s, first), slot(q, h, at), n * esize);
         });
+  }
+  return Status::OK();
+}
+
+// NOTE [shm small allreduce]: one step, one barrier. Every rank copies its
+// whole input (the concatenation of the spans) into its half, passes the
+// barrier, then folds every rank's half (its own input in place of its
+// half) into its outputs, in rank order, so results are identical
+// everywhere. Each rank reads size x count elements instead of count, but a
+// barrier is a cross-core round trip whose cost the host decides (on a
+// 2-vCPU VM it swings between about 1 and 5 us), and the two-barrier
+// algorithm pays two.
+// Measured on a 2-vCPU VM (2026-11-25), 4-32 KiB per rank at np 2 and
+// 4-16 KiB at np 3, alternating blocks of the two algorithms in one job: the
+// one-step algorithm had the lower block median in 53 of 72 pairs at np 2
+// and 23 of 24 at np 3 (where a barrier means a context switch: -20%); the
+// runs are in docs/design/shm_backend.md.
+// Above a few tens of KiB the extra reads of every peer's whole input cost
+// more than the barrier saved.
+int64_t ShmBackend::SmallAllreduceBytes(int size) { return (64 << 10) / size; }
+
+Status ShmBackend::AllreduceSmall(const std::vector<Span>& spans, DataType dtype, ReduceOp op) {
+  const int64_t esize = DataTypeSize(dtype);
+  const int h = NextHalf();
+  int64_t at = 0;  // byte offset of the current span in the concatenation
+  for (const Span& s : spans) {
+    CopyBytes(Half(rank_, h) + at, s.in, s.count * esize);
+    at += s.count * esize;
+  }
+  HVDA_RETURN_IF_ERROR(Sync("allreduce"));
+  std::vector<const void*> srcs(size_);
+  at = 0;
+  for (const Span& s : spans) {
+    for (int p = 0; p < size_; ++p) srcs[p] = p == rank_ ? s.in : Half(p, h) + at;
+    ReduceN(s.out, srcs.data(), size_, s.count, dtype, op);
+    at += s.count * esize;
   }
   return Status::OK();
 }
