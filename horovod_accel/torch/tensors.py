@@ -41,12 +41,16 @@ def dtype_code(tensor):
 
 @functools.lru_cache(maxsize=None)
 def _device_module(device_type):
-    """(current_device, current_stream, stream handle attributes) of
-    torch.<device_type>, looked up once per type: the lookup goes through
-    torch's module __getattr__, which costs more than the rest of an enqueue."""
+    """(current_device, current_stream, stream handle attributes, raw stream
+    getter) of torch.<device_type>, looked up once per type: the lookup goes
+    through torch's module __getattr__, which costs more than the rest of an
+    enqueue. The raw getter (torch._C._cuda_getCurrentRawStream and its xpu /
+    mtia siblings, where this torch build has one) returns the native handle
+    without building a Stream object."""
     mod = getattr(torch, device_type, None)
     return (getattr(mod, "current_device", None), getattr(mod, "current_stream", None),
-            (f"{device_type}_stream", "native_handle", "cuda_stream"))
+            (f"{device_type}_stream", "native_handle", "cuda_stream"),
+            getattr(torch._C, f"_{device_type}_getCurrentRawStream", None))
 
 
 def _index(device):
@@ -60,7 +64,9 @@ def native_stream(device):
     """The framework's current native stream handle on an accelerator device
     (cudaStream_t / topsStream_t as an int; 0 = the default stream): the core
     orders its communication stream after the work queued there."""
-    _, current_stream, handle_attrs = _device_module(device.type)
+    _, current_stream, handle_attrs, raw = _device_module(device.type)
+    if raw is not None:
+        return int(raw(_index(device)))
     if current_stream is None:
         return 0
     stream = current_stream(device)
@@ -71,13 +77,19 @@ def native_stream(device):
     return 0
 
 
+@functools.lru_cache(maxsize=256)
+def _device_ref(device_type, index, stream):
+    # DeviceRef is immutable; building one is a pybind11 construction per op.
+    return DEFAULT_RUNTIME.core().DeviceRef(device_type, index, stream)
+
+
 def device_id(tensor):
     """-1 for CPU tensors (upstream's convention), else a `_core.DeviceRef`
     (device type, index, current native stream)."""
     if tensor.is_cpu:
         return -1
     device = tensor.device
-    return DEFAULT_RUNTIME.core().DeviceRef(device.type, _index(device), native_stream(device))
+    return _device_ref(device.type, _index(device), native_stream(device))
 
 
 def common_device(tensors):
