@@ -125,12 +125,17 @@ Status Runtime::RecordReady(const EnqueueArgs& a, TensorEntry* e) {
   std::unique_ptr<Stream> framework;
   HVDA_RETURN_IF_ERROR(device->execution().WrapStream(a.stream, &framework));
   std::unique_ptr<Event> ready;
-  HVDA_RETURN_IF_ERROR(device->execution().CreateEvent(&ready));
-  HVDA_RETURN_IF_ERROR(device->execution().RecordEvent(ready.get(), framework.get()));
-  // The event, not the wrapper, carries the ordering; shared with the
-  // device so it is destroyed through the plugin while the device lives.
+  HVDA_RETURN_IF_ERROR(device->TakeEvent(&ready));
+  Status st = device->execution().RecordEvent(ready.get(), framework.get());
+  if (!st.ok()) {
+    device->GiveBackEvent(std::move(ready));
+    return st;
+  }
+  // The event, not the wrapper, carries the ordering. It goes back to the
+  // device (which it keeps alive) once the entry is done with it.
   Event* raw = ready.release();
-  e->ready = std::shared_ptr<Event>(raw, [device](Event* ev) { delete ev; });
+  e->ready = std::shared_ptr<Event>(
+      raw, [device](Event* ev) { device->GiveBackEvent(std::unique_ptr<Event>(ev)); });
   return Status::OK();
 }
 

@@ -72,6 +72,39 @@ TEST(PluginDevice, MemoryKernelsAndEventsThroughTheAbi) {
   mem.Free(d1);
 }
 
+// TakeEvent/GiveBackEvent reuse one native event; a wait enqueued before
+// the event is recorded again keeps ordering on the record it saw.
+TEST(PluginDevice, GivenBackEventsAreReusedAndKeepEarlierWaits) {
+  auto lib = Loopback();
+  PluginDevice dev(lib, 0);
+  DeviceExecution& ex = dev.execution();
+  std::unique_ptr<Stream> a, b;
+  ASSERT_TRUE(ex.CreateStream(&a).ok());
+  ASSERT_TRUE(ex.CreateStream(&b).ok());
+  void* d = nullptr;
+  ASSERT_TRUE(dev.memory().Allocate(4 * sizeof(float), &d).ok());
+  std::vector<float> host = {1, 2, 3, 4}, back(4, -1);
+  std::unique_ptr<Event> ev;
+  ASSERT_TRUE(dev.TakeEvent(&ev).ok());
+  Event* first = ev.get();
+  ASSERT_TRUE(dev.memory().CopyFromHostAsync(d, host.data(), 16, a.get()).ok());
+  ASSERT_TRUE(ex.Scale(d, 4, DataType::kFloat32, 10.0, a.get()).ok());
+  ASSERT_TRUE(ex.RecordEvent(ev.get(), a.get()).ok());
+  ASSERT_TRUE(ex.StreamWaitEvent(b.get(), ev.get()).ok());
+  ASSERT_TRUE(dev.memory().CopyToHostAsync(back.data(), d, 16, b.get()).ok());
+  dev.GiveBackEvent(std::move(ev));
+  std::unique_ptr<Event> again;
+  ASSERT_TRUE(dev.TakeEvent(&again).ok());
+  EXPECT_EQ(again.get(), first);
+  ASSERT_TRUE(ex.RecordEvent(again.get(), b.get()).ok());  // a new record, after the copy
+  ASSERT_TRUE(ex.SynchronizeEvent(again.get()).ok());
+  EXPECT_EQ(back, (std::vector<float>{10, 20, 30, 40}));
+  std::unique_ptr<Event> other;
+  ASSERT_TRUE(dev.TakeEvent(&other).ok());  // the pool is empty: a new event
+  EXPECT_NE(other.get(), first);
+  dev.memory().Free(d);
+}
+
 Status RunToCompletion(Executor& exec, const Response& r, TensorQueue* q) {
   HVDA_RETURN_IF_ERROR(exec.Execute(r, q));
   return testing::Drain(exec);

@@ -112,6 +112,23 @@ Status PluginDevice::CreateEvent(std::unique_ptr<Event>* event) {
   event->reset(new PluginEvent(ops_, h));
   return Status::OK();
 }
+Status PluginDevice::TakeEvent(std::unique_ptr<Event>* event) {
+  {
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    if (!spare_events_.empty()) {
+      *event = std::move(spare_events_.back());
+      spare_events_.pop_back();
+      return Status::OK();
+    }
+  }
+  return CreateEvent(event);
+}
+void PluginDevice::GiveBackEvent(std::unique_ptr<Event> event) {
+  // Enough for the ops one rank has in flight at once; beyond it, destroy.
+  constexpr size_t kMaxSpareEvents = 256;
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  if (spare_events_.size() < kMaxSpareEvents) spare_events_.push_back(std::move(event));
+}
 Status PluginDevice::RecordEvent(Event* e, Stream* s) {
   return Check(ops_->event_record(EventHandle(e), Handle(s)), "event_record");
 }

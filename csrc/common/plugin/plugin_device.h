@@ -10,7 +10,9 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/hal/collective_backend.h"
 #include "common/hal/device.h"
@@ -32,6 +34,15 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   std::shared_ptr<PluginLibrary> library_ptr() const { return lib_; }
   // The plugin's handle of a stream made by this device.
   static hvda_stream_t Handle(Stream* stream);
+
+  // Events reused across ops (the "input ready" event each enqueue records
+  // on the framework's stream): a native event create + destroy per op costs
+  // microseconds on real runtimes. Thread-safe (framework threads take, the
+  // background thread gives back). An event given back may be recorded
+  // again at once: waits already enqueued on it keep the record they saw
+  // (CUDA/TOPS event semantics, which the plugin ABI requires).
+  Status TakeEvent(std::unique_ptr<Event>* event);
+  void GiveBackEvent(std::unique_ptr<Event> event);
 
  private:
   Status Check(hvda_status s, const char* what) const;
@@ -65,6 +76,9 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   std::shared_ptr<PluginLibrary> lib_;
   const hvda_device_ops_v1* ops_;
   int index_;
+  // After lib_: destroyed (through the plugin) while the library is loaded.
+  std::mutex spare_mu_;
+  std::vector<std::unique_ptr<Event>> spare_events_;  // at most kMaxSpareEvents
 };
 
 class PluginBackend : public CollectiveBackend {
