@@ -124,7 +124,7 @@ Status PluginDevice::TakeEvent(std::unique_ptr<Event>* event) {
   return CreateEvent(event);
 }
 void PluginDevice::GiveBackEvent(std::unique_ptr<Event> event) {
-  // Enough for the ops one rank has in flight at once; beyond it, destroy.
+  // A bound on what an op burst leaves behind; beyond it, destroy.
   constexpr size_t kMaxSpareEvents = 256;
   std::lock_guard<std::mutex> lock(spare_mu_);
   if (spare_events_.size() < kMaxSpareEvents) spare_events_.push_back(std::move(event));

@@ -40,7 +40,9 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   // microseconds on real runtimes. Thread-safe (framework threads take, the
   // background thread gives back). An event given back may be recorded
   // again at once: waits already enqueued on it keep the record they saw
-  // (CUDA/TOPS event semantics, which the plugin ABI requires).
+  // (stream_wait_event's contract in plugin.h, as in CUDA and TOPS). The
+  // Executor keeps its own unsynchronized spares for completion events, on
+  // the background thread only.
   Status TakeEvent(std::unique_ptr<Event>* event);
   void GiveBackEvent(std::unique_ptr<Event> event);
 

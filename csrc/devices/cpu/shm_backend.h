@@ -74,9 +74,6 @@ class ShmBackend : public CollectiveBackend {
   // Arrives at the next barrier and waits for every peer (see NOTE [shm
   // barrier]). `op` names the collective in the error message.
   Status Sync(const char* op);
-  // Allreduces up to this many bytes (at `size` ranks) in one step (NOTE
-  // [shm small allreduce] in shm_reduce.cc).
-  static int64_t SmallAllreduceBytes(int size);
   // NOTE [shm small allreduce]; the concatenation of the spans fits a half.
   Status AllreduceSmall(const std::vector<Span>& spans, DataType dtype, ReduceOp op);
   // Refuses work after a failure; validates a per-rank vector's length.

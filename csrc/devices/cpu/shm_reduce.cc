@@ -30,6 +30,10 @@ namespace {
 using shm::Clamp;
 using shm::CopyBytes;
 
+// NOTE [shm small allreduce]: buffers whose every-rank copies together take
+// at most this many bytes are reduced in one step.
+constexpr int64_t kSmallAllreduceReadBytes = 64 << 10;
+
 // Elements of one 64-byte cache line (at least 1).
 int64_t LineElems(int64_t esize) { return std::max<int64_t>(1, 64 / esize); }
 
@@ -113,7 +117,7 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
       if (s.in != s.out) CopyBytes(s.out, s.in, s.count * esize);
     return Status::OK();
   }
-  if (count * esize <= std::min(half_bytes_, SmallAllreduceBytes(size_)))
+  if (count * esize * size_ <= kSmallAllreduceReadBytes && count * esize <= half_bytes_)
     return AllreduceSmall(spans, dtype, op);
   // Largest chunk whose slices (each rounded up to a cache line) fit a half.
   const int64_t chunk_max = SlotElems(half_bytes_, size_, esize) * size_;
@@ -154,19 +158,14 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
 // whole input (the concatenation of the spans) into its half, passes the
 // barrier, then folds every rank's half (its own input in place of its
 // half) into its outputs, in rank order, so results are identical
-// everywhere. Each rank reads size x count elements instead of count, but a
-// barrier is a cross-core round trip whose cost the host decides (on a
-// 2-vCPU VM it swings between about 1 and 5 us), and the two-barrier
-// algorithm pays two.
-// Measured on a 2-vCPU VM (2026-11-25), 4-32 KiB per rank at np 2 and
-// 4-16 KiB at np 3, alternating blocks of the two algorithms in one job: the
-// one-step algorithm had the lower block median in 53 of 72 pairs at np 2
-// and 23 of 24 at np 3 (where a barrier means a context switch: -20%); the
-// runs are in docs/design/shm_backend.md.
-// Above a few tens of KiB the extra reads of every peer's whole input cost
-// more than the barrier saved.
-int64_t ShmBackend::SmallAllreduceBytes(int size) { return (64 << 10) / size; }
-
+// everywhere. Each rank reads size x count elements instead of count, and
+// passes one barrier (a rendezvous with every peer; with more ranks than
+// cores, a context switch) instead of two.
+// On one 2-vCPU VM (2026-11-25; 4-32 KiB per rank at np 2, 4-16 KiB at
+// np 3, alternating blocks of the two algorithms in one job) the one-step
+// algorithm had the lower block median in 53 of 72 pairs at np 2 and 23 of
+// 24 at np 3; the runs are in docs/design/shm_backend.md. Larger buffers
+// were not measured: kSmallAllreduceReadBytes bounds what a rank reads.
 Status ShmBackend::AllreduceSmall(const std::vector<Span>& spans, DataType dtype, ReduceOp op) {
   const int64_t esize = DataTypeSize(dtype);
   const int h = NextHalf();

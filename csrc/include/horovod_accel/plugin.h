@@ -178,8 +178,10 @@ typedef struct hvda_device_ops_v1 {
   hvda_status (*stream_destroy)(hvda_stream_t stream);
   /* Blocks the host until everything enqueued on `stream` has run. */
   hvda_status (*stream_synchronize)(hvda_stream_t stream);
-  /* Makes work enqueued on `stream` after this call wait for `event`'s
-   * recorded point; never blocks the host. */
+  /* Makes work enqueued on `stream` after this call wait for the point
+   * `event` recorded last before this call (recording it again later does
+   * not change what this wait waits for: the core reuses events); never
+   * blocks the host. */
   hvda_status (*stream_wait_event)(hvda_stream_t stream, hvda_event_t event);
 
   hvda_status (*event_create)(int device, hvda_event_t* event);
