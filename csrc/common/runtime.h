@@ -137,6 +137,14 @@ class Runtime {
   // and health are then polled even when no cycle runs).
   bool CycleWantedLocked(bool* device_busy);
   void NoteEnqueued();
+  // NOTE [Enqueue bursts] in runtime_cycles.cc. InEnqueueBurst: the latest
+  // op was enqueued less than kEnqueueGap ago. AwaitEnqueueLull (background
+  // thread): waits until that is no longer so, `cap` passes, shutdown or a
+  // device completion (true: run the cycle), or a framework thread drives
+  // the cycles (false: skip it).
+  static constexpr std::chrono::microseconds kEnqueueGap{50};
+  bool InEnqueueBurst() const;
+  bool AwaitEnqueueLull(std::chrono::steady_clock::time_point cap);
   // After driving: w's op runs on a device; waits for device completions
   // and polls them on this thread until w completes or the deadline.
   void AwaitDeviceCompletion(const Work& w, std::chrono::steady_clock::time_point deadline);
@@ -201,6 +209,9 @@ class Runtime {
   std::atomic<int> drivers_{0};           // framework threads inside Drive
   std::atomic<bool> loop_ended_{false};   // this generation's cycles are over
   std::atomic<bool> backed_off_{false};   // background thread in idle back-off
+  // steady_clock time (ns since its epoch) of the latest enqueue; read by
+  // the background thread (NOTE [Enqueue bursts] in runtime_cycles.cc).
+  std::atomic<int64_t> last_enqueue_ns_{0};
 
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;

@@ -6,6 +6,7 @@
 #include "common/dtype.h"
 #include "common/util/config.h"
 #include "python/bindings.h"
+#include "python/enqueue_args.h"
 
 namespace py = pybind11;
 
@@ -67,6 +68,7 @@ PYBIND11_MODULE(_core, m) {
         "Every HOROVOD_* setting the core reads: (env var, default, doc).");
   python::BindWork(m);
   python::BindRuntime(m);
+  python::BindFastEnqueue(m);
   python::BindCoreCApi(m);
   python::BindPlugins(m);
 }

@@ -4,14 +4,13 @@
 
 #include "common/runtime.h"
 #include "python/bindings.h"
+#include "python/enqueue_args.h"
 
 namespace py = pybind11;
 
 namespace hvda {
 namespace python {
 namespace {
-
-using Shape = std::vector<int64_t>;
 
 void Check(const Status& st) {
   if (!st.ok()) RaiseStatus(st);
@@ -21,56 +20,6 @@ const Topology& Topo(const Runtime& rt) {
   if (!rt.initialized())
     throw py::value_error("Horovod has not been initialized; call hvd.init() first.");
   return rt.topology();
-}
-
-// Where a tensor lives, as the framework adapter says it: -1 (CPU, upstream's
-// convention) or a DeviceRef (accelerator type, index, native stream).
-struct DeviceRef {
-  std::string type;
-  int index = 0;
-  uintptr_t stream = 0;  // the framework's current native stream; 0: default stream
-};
-
-void SetDevice(const py::object& device, EnqueueArgs* a) {
-  if (py::isinstance<DeviceRef>(device)) {
-    const auto& d = device.cast<const DeviceRef&>();
-    a->device = d.index;
-    a->device_type = d.type;
-    a->stream = reinterpret_cast<void*>(d.stream);
-    return;
-  }
-  a->device = device.cast<int>();
-  if (a->device >= 0)
-    throw py::value_error("an accelerator tensor must be described by a DeviceRef (type, index, "
-                          "stream), not a bare index");
-}
-
-EnqueueArgs Args(RequestType type, std::string name, int ps, uintptr_t in, uintptr_t out,
-                 int dtype, Shape shape, const py::object& device) {
-  if (!IsValidDataType(dtype)) throw py::value_error("unknown dtype code " + std::to_string(dtype));
-  EnqueueArgs a;
-  a.type = type;
-  a.name = std::move(name);
-  a.process_set_id = ps;
-  a.input = reinterpret_cast<const void*>(in);
-  a.output = reinterpret_cast<void*>(out);
-  a.dtype = static_cast<DataType>(dtype);
-  a.shape = std::move(shape);
-  SetDevice(device, &a);
-  return a;
-}
-
-std::vector<std::shared_ptr<Work>> Submit(Runtime& rt, std::vector<EnqueueArgs> ops) {
-  std::vector<std::shared_ptr<Work>> works;
-  Check(rt.Enqueue(std::move(ops), &works));
-  return works;
-}
-
-// One op, moved in (an initializer list would copy its name and shape).
-std::shared_ptr<Work> SubmitOne(Runtime& rt, EnqueueArgs a) {
-  std::vector<EnqueueArgs> ops;
-  ops.push_back(std::move(a));
-  return Submit(rt, std::move(ops))[0];
 }
 
 template <typename T>
@@ -147,15 +96,6 @@ void BindRuntime(py::module_& m) {
       .def("cross_size", [](const Runtime& rt) { return Topo(rt).cross_size; })
       .def("is_homogeneous", [](const Runtime& rt) { Topo(rt); return rt.IsHomogeneous(); })
       .def("backends", &Runtime::GlobalBackends)
-      .def("enqueue_allreduce",
-           [](Runtime& rt, std::string name, int ps, uintptr_t in, uintptr_t out, int dtype,
-              Shape shape, py::object device, int op, double pre, double post) {
-             auto a = Args(RequestType::kAllreduce, std::move(name), ps, in, out, dtype, std::move(shape), device);
-             a.op = static_cast<ReduceOp>(op);
-             a.prescale = pre;
-             a.postscale = post;
-             return SubmitOne(rt, std::move(a));
-           })
       .def("enqueue_grouped_allreduce",
            [](Runtime& rt, const std::vector<std::string>& names, int ps,
               const std::vector<uintptr_t>& ins, const std::vector<uintptr_t>& outs,

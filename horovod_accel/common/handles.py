@@ -100,12 +100,20 @@ class HandleTable:
     def submit_one(self, op, name, process_set_id, enqueue, args, keep, result):
         """submit() for the per-op fast path: one tensor, finish=None (the
         result is `result`), enqueue(core_name, *args) -> Work. Same naming and
-        errors as submit()."""
+        errors as submit(). Written out without helper calls: this is most of
+        the Python cost of a small allreduce_async_ (benchmarks/allreduce.py's
+        async batch)."""
         if name is None:
             return self.submit(op, name, process_set_id, enqueue, keep, None, args=args,
                                result=result)
         base = f"{op}.{name}"
-        handle = Handle(base, _call_enqueue(enqueue, base, *args), keep, None, result)
+        try:
+            work = enqueue(base, *args)
+        except ValueError:
+            raise
+        except RuntimeError as e:
+            raise HorovodInternalError(str(e)) from e
+        handle = Handle(base, [work], keep, None, result)
         self._pending[handle] = True
         return handle
 

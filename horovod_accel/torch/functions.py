@@ -112,7 +112,7 @@ class _TensorSlot:
 
 def _broadcastable(x):
     return (isinstance(x, torch.Tensor) and x.layout == torch.strided
-            and x.dtype in _t._DTYPE_CODES)
+            and x.dtype in _t.DTYPE_CODES)
 
 
 def _map_structure(x, fn):

@@ -18,7 +18,7 @@ from horovod_accel.common.basics import HorovodBasics
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.process_sets import global_process_set
 from horovod_accel.common.util import get_average_backwards_compatibility_fun
-from horovod_accel.common.process_sets import registered_id
+from horovod_accel.common.process_sets import ProcessSet, registered_id
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
 from horovod_accel.common.handles import submit, submit_internal, submit_one, synchronize
@@ -31,10 +31,32 @@ def _check_adasum(op, ps_id):
         raise NotImplementedError("Adasum does not support non-global process sets yet.")
 
 
+_ADASUM = HorovodBasics.Adasum
+
+
 def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_factor, process_set):
-    # The per-op path of every allreduce: no closures, few calls and
-    # allocations (each op's Python cost and garbage-collector pressure is
-    # most of a small allreduce's time; benchmarks/allreduce.py's async batch).
+    # The per-op path of every allreduce, written out for the common case (a
+    # contiguous CPU tensor of a registered process set): no closures, few
+    # calls and allocations. Each op's Python cost and garbage-collector
+    # pressure is most of a small allreduce's time (benchmarks/allreduce.py's
+    # async batch); every other case takes the general path below, which
+    # raises the same errors.
+    ps_id = process_set.process_set_id if process_set.__class__ is ProcessSet else None
+    if (ps_id is not None and isinstance(tensor, torch.Tensor) and tensor.is_cpu
+            and tensor.is_contiguous() and op != _ADASUM):
+        code = _t.DTYPE_CODES.get(tensor.dtype)
+        if code is not None:
+            rt = DEFAULT_RUNTIME.enqueue_runtime()
+            ptr = tensor.data_ptr()
+            if in_place:
+                out, optr = tensor, ptr
+            else:
+                out = torch.empty(tensor.shape, dtype=tensor.dtype)
+                optr = out.data_ptr()
+            return submit_one("allreduce", name, ps_id, rt.enqueue_allreduce,
+                              (ps_id, ptr, optr, code, tensor.shape, -1, int(op),
+                               float(prescale_factor), float(postscale_factor)),
+                              tensor if in_place else (tensor, out), out)
     ps_id = registered_id(process_set)
     _check_adasum(op, ps_id)
     rt = DEFAULT_RUNTIME.enqueue_runtime()

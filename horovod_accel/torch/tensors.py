@@ -12,7 +12,7 @@ import torch
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 
 # The binding's dtype codes (docs/design/core_binding.md; never renumbered).
-_DTYPE_CODES = {
+DTYPE_CODES = {
     torch.uint8: 0,
     torch.int8: 1,
     torch.int16: 2,
@@ -24,7 +24,7 @@ _DTYPE_CODES = {
     torch.float64: 8,
     torch.bool: 9,
 }
-_SUPPORTED = ", ".join(str(d).replace("torch.", "") for d in _DTYPE_CODES)
+_SUPPORTED = ", ".join(str(d).replace("torch.", "") for d in DTYPE_CODES)
 
 
 def dtype_code(tensor):
@@ -32,7 +32,7 @@ def dtype_code(tensor):
     unsupported dtypes."""
     if not isinstance(tensor, torch.Tensor):
         raise ValueError(f"Horovod ops take torch.Tensor arguments, got {type(tensor).__name__}.")
-    code = _DTYPE_CODES.get(tensor.dtype)
+    code = DTYPE_CODES.get(tensor.dtype)
     if code is None:
         raise ValueError(f"Tensor type {tensor.dtype} is not supported by Horovod; "
                          f"supported: {_SUPPORTED}.")

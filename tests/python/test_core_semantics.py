@@ -47,6 +47,11 @@ def test_plain_python_is_a_size_1_job():
     assert "size=1" in r.stdout
 
 
+@pytest.mark.parametrize("np_", [1, 3])
+def test_enqueue_binding_arguments(np_):
+    assert_ok(launch(np_, "enqueue_binding.py"), "enqueue_binding", np_)
+
+
 @pytest.mark.parametrize("np_", [1, 2, 3])
 def test_init_shutdown_reinit_and_topology(np_):
     r = launch(np_, "basics.py")
