@@ -1,5 +1,7 @@
 #include "common/runtime.h"
 
+#include <pthread.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -256,6 +258,8 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   NewCycleDriver();
   initialized_ = true;
   thread_ = std::thread([this] { BackgroundLoop(); });
+  // Named so that top -H, gdb and perf show which thread is Horovod's.
+  pthread_setname_np(thread_.native_handle(), "hvd-background");
   if (affinity_core >= 0) {
     Status pinned = PinThread(thread_, affinity_core);
     if (!pinned.ok()) log_.Log(LogLevel::kWarning, pinned.reason());

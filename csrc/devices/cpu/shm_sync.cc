@@ -47,6 +47,7 @@ bool ProcessGone(int32_t pid) {
 }  // namespace
 
 void ShmArrive(ShmRankControl* self, uint32_t count) {
+  self->cpu.store(sched_getcpu(), std::memory_order_relaxed);
   // seq_cst store then load pairs with the sleeper's increment-then-load, so
   // either the sleeper sees the new count or we see the sleeper.
   self->arrived.store(count, std::memory_order_seq_cst);
@@ -56,11 +57,26 @@ void ShmArrive(ShmRankControl* self, uint32_t count) {
 bool ShmWaitArrived(ShmRankControl* peer, uint32_t count,
                     std::chrono::steady_clock::time_point deadline, bool* peer_died) {
   *peer_died = false;
-  for (int i = 0; i < kSpins; ++i) {
+  if (Reached(peer->arrived.load(std::memory_order_acquire), count)) return true;
+  // NOTE [Shared CPU]: the scheduler sometimes places two ranks' threads on
+  // one CPU (a wake-up lands on the waker's CPU while the other is busy) and
+  // leaves them there while another CPU idles: neither ever blocks, so no new
+  // placement happens until the periodic load balancer moves one, tens of
+  // milliseconds later. Spinning then only delays the peer that needs this
+  // CPU: measured on a 2-vCPU VM (np 2, back-to-back 4 KiB allreduces), a
+  // third of runs started with both ranks on one CPU and every op took
+  // 120-300 us (two spin phases plus switches) instead of 5 us, for up to
+  // ~30 ms. So a waiter whose peer last arrived from this very CPU sleeps at
+  // once: the peer runs alone, and its wake-up lets the scheduler place this
+  // thread on an idle CPU. Only a hint (either thread may have moved since);
+  // results never depend on it.
+  const int cpu = sched_getcpu();
+  const bool shared_cpu = cpu >= 0 && peer->cpu.load(std::memory_order_relaxed) == cpu;
+  for (int i = 0; i < kSpins && !shared_cpu; ++i) {
     if (Reached(peer->arrived.load(std::memory_order_acquire), count)) return true;
     _mm_pause();
   }
-  for (int i = 0; i < kYields; ++i) {
+  for (int i = 0; i < kYields && !shared_cpu; ++i) {
     if (Reached(peer->arrived.load(std::memory_order_acquire), count)) return true;
     sched_yield();
   }

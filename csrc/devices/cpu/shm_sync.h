@@ -7,7 +7,8 @@
 // barrier apart, and counters only grow (compared modulo 2^32).
 // Waiting spins briefly, then yields, then sleeps on a futex on the peer's
 // counter, because ranks often outnumber cores: pure spinning would steal the
-// CPU from the very peer being waited for.
+// CPU from the very peer being waited for. A waiter whose peer last arrived
+// from the waiter's own CPU sleeps at once (NOTE [Shared CPU] in shm_sync.cc).
 #pragma once
 
 #include <atomic>
@@ -27,7 +28,8 @@ struct alignas(64) ShmRankControl {
   std::atomic<uint32_t> sleepers;  // peers asleep on `arrived` (wake only if > 0)
   char pad0[56];
   std::atomic<int32_t> pid;        // owner's process id, for early death detection
-  char pad1[60];
+  std::atomic<int32_t> cpu;        // CPU the owner last arrived from (NOTE [Shared CPU])
+  char pad1[56];
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex needs a plain 32-bit word");
 static_assert(sizeof(ShmRankControl) == 128, "control layout is shared between processes");
