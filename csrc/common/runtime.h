@@ -84,6 +84,8 @@ class Runtime {
   // Validates and enqueues ops atomically (a group when several); never
   // blocks on communication. InvalidArgument describes what is wrong.
   Status Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works);
+  // Enqueue of a single op, without the vectors (the per-op path).
+  Status EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work);
   std::shared_ptr<Work> EnqueueJoin(int device);
   Status EnqueueBarrier(int process_set_id, std::shared_ptr<Work>* work);
   // For callers that will not Wait on their Works (they take completion
@@ -118,6 +120,7 @@ class Runtime {
   Status RecordReady(const EnqueueArgs& a, TensorEntry* e);
   // Moves a's name and shape into e->request when it succeeds.
   Status ValidateAndBuild(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
+  Status EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n);
   void BackgroundLoop();
   // One negotiation + execution cycle over every process set this rank is
   // in; the caller holds the cycle mutex. Returns false when the loop must

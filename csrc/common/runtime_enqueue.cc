@@ -140,19 +140,37 @@ Status Runtime::RecordReady(const EnqueueArgs& a, TensorEntry* e) {
 }
 
 Status Runtime::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works) {
-  HVDA_RETURN_IF_ERROR(CheckInitialized());
   works->clear();
+  if (ops.empty()) return CheckInitialized();
+  std::vector<TensorEntry> entries(ops.size());
+  HVDA_RETURN_IF_ERROR(EnqueueEntries(ops.data(), entries.data(), ops.size()));
+  for (auto& w : entries) works->push_back(std::move(w.work));
+  return Status::OK();
+}
+
+Status Runtime::EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work) {
+  TensorEntry entry;
+  HVDA_RETURN_IF_ERROR(EnqueueEntries(&op, &entry, 1));
+  *work = std::move(entry.work);
+  return Status::OK();
+}
+
+// ops[0..n) -> entries[0..n) (default-constructed), queued as one group. On
+// success each entry keeps only its Work (the queue took the rest); on a
+// refusal nothing is queued. After a failure of the job, every op gets a
+// Work already failed with that error.
+Status Runtime::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n) {
+  HVDA_RETURN_IF_ERROR(CheckInitialized());
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
     if (!failure_.ok()) {
-      for (size_t i = 0; i < ops.size(); ++i) works->push_back(FailedWork(failure_));
+      for (size_t i = 0; i < n; ++i) entries[i].work = FailedWork(failure_);
       return Status::OK();
     }
   }
-  std::vector<TensorEntry> entries(ops.size());
+  std::vector<std::shared_ptr<Work>> works;
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
-    if (ops.empty()) return Status::OK();
     const int id = ops[0].process_set_id;
     auto it = sets_.find(id);
     if (it == sets_.end())
@@ -163,10 +181,22 @@ Status Runtime::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_pt
       return Status::InvalidArgument("rank " + std::to_string(topo_.rank) +
                                      " is not a member of process set " + std::to_string(id) +
                                      "; only its member ranks may run collectives on it.");
-    for (size_t i = 0; i < ops.size(); ++i)
+    for (size_t i = 0; i < n; ++i)
       HVDA_RETURN_IF_ERROR(ValidateAndBuild(ops[i], ps, &entries[i]));
-    for (auto& e : entries) works->push_back(e.work);
-    HVDA_RETURN_IF_ERROR(ps->queue.Add(std::move(entries)));
+    // The queue moves the entries out; their Works go back to the caller.
+    std::shared_ptr<Work> one;
+    if (n == 1) {
+      one = entries[0].work;
+    } else {
+      works.reserve(n);
+      for (size_t i = 0; i < n; ++i) works.push_back(entries[i].work);
+    }
+    HVDA_RETURN_IF_ERROR(ps->queue.Add(entries, n));
+    if (n == 1) {
+      entries[0].work = std::move(one);
+    } else {
+      for (size_t i = 0; i < n; ++i) entries[i].work = std::move(works[i]);
+    }
   }
   activity_->NoteActivity();
   NoteEnqueued();

@@ -2,21 +2,32 @@
 
 namespace hvda {
 
-Status TensorQueue::Add(std::vector<TensorEntry> entries) {
-  std::vector<const std::string*> names;
-  names.reserve(entries.size());
-  for (const auto& e : entries) names.push_back(&e.request.name);
+Status TensorQueue::Add(TensorEntry* entries, size_t n) {
+  // One op (the common case) needs no heap arrays.
+  const std::string* one_name = nullptr;
+  const std::string* one_key = nullptr;
+  std::vector<const std::string*> many_names, many_keys;
+  const std::string** names = &one_name;
+  const std::string** keys = &one_key;
+  if (n > 1) {
+    many_names.resize(n);
+    many_keys.resize(n);
+    names = many_names.data();
+    keys = many_keys.data();
+  }
+  for (size_t i = 0; i < n; ++i) names[i] = &entries[i].request.name;
   std::string taken;
-  if (!reserved_->TryReserve(names, &taken))
+  if (!reserved_->TryReserve(names, n, keys, &taken))
     return Status::InvalidArgument(
         "Requested to collect a tensor with the name '" + taken +
         "', but a collective with this name is already in flight on this rank (its handle has "
         "not been synchronized yet). Give concurrent operations distinct names, or call "
         "synchronize() on the first one before reusing the name.");
-  for (auto& e : entries)
-    if (e.work) e.work->HoldName(std::make_unique<NameReservation>(reserved_, e.request.name));
+  for (size_t i = 0; i < n; ++i)
+    if (entries[i].work) entries[i].work->HoldName(reserved_, keys[i]);
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& e : entries) {
+  for (size_t i = 0; i < n; ++i) {
+    TensorEntry& e = entries[i];
     new_requests_.push_back(e.request);
     // The pair's key is copied from the name before the entry is moved.
     table_.emplace(e.request.name, std::move(e));

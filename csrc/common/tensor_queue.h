@@ -36,7 +36,10 @@ class TensorQueue {
   // their names until each entry's Work releases its name (NOTE [Name
   // reservation]). Fails with InvalidArgument, adding nothing, if a name is
   // still reserved by an earlier op or repeated within the group.
-  Status Add(std::vector<TensorEntry> entries);
+  Status Add(std::vector<TensorEntry> entries) { return Add(entries.data(), entries.size()); }
+  // The same for entries[0..n), moved from on success (the per-op path: no
+  // vector to allocate).
+  Status Add(TensorEntry* entries, size_t n);
   // Moves the requests added since the last call into *out (append).
   void PopNewRequests(std::vector<Request>* out);
   // Removes and returns the entry for name; false if this rank has none

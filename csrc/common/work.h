@@ -76,11 +76,11 @@ class Work {
 
   // Holds the reservation of this op's name (NOTE [Name reservation]) until
   // ReleaseName() or the Work's destruction. Set once, at enqueue.
-  void HoldName(std::unique_ptr<NameReservation> r) { reservation_ = std::move(r); }
-  // Frees the name for a new op (idempotent; the caller is done with the op).
-  void ReleaseName() {
-    if (reservation_) reservation_->Release();
+  void HoldName(std::shared_ptr<NameReservations> set, const std::string* key) {
+    reservation_.Hold(std::move(set), key);
   }
+  // Frees the name for a new op (idempotent; the caller is done with the op).
+  void ReleaseName() { reservation_.Release(); }
 
   // Results (written before Complete, read after IsCompleted()).
   std::shared_ptr<HostBuffer> output;
@@ -96,7 +96,7 @@ class Work {
   mutable std::condition_variable cv_;
   std::shared_ptr<ActivityTracker> tracker_;
   std::weak_ptr<WorkDriver> driver_;
-  std::unique_ptr<NameReservation> reservation_;
+  NameReservation reservation_;
   bool done_ = false;
   Status status_;
   std::vector<std::function<void(const Status&)>> callbacks_;

@@ -47,9 +47,10 @@ std::vector<std::shared_ptr<Work>> Submit(Runtime& rt, std::vector<EnqueueArgs> 
 }
 
 std::shared_ptr<Work> SubmitOne(Runtime& rt, EnqueueArgs a) {
-  std::vector<EnqueueArgs> ops;
-  ops.push_back(std::move(a));
-  return Submit(rt, std::move(ops))[0];
+  std::shared_ptr<Work> work;
+  Status st = rt.EnqueueOne(std::move(a), &work);
+  if (!st.ok()) RaiseStatus(st);
+  return work;
 }
 
 }  // namespace python

@@ -36,7 +36,7 @@ EnqueueArgs Args(RequestType type, std::string name, int ps, uintptr_t in, uintp
 // Enqueues ops as one group (Runtime::Enqueue); raises the Python exception
 // of a refused enqueue (RaiseStatus).
 std::vector<std::shared_ptr<Work>> Submit(Runtime& rt, std::vector<EnqueueArgs> ops);
-// One op, moved in (an initializer list would copy its name and shape).
+// One op, moved in (Runtime::EnqueueOne: no vectors on the per-op path).
 std::shared_ptr<Work> SubmitOne(Runtime& rt, EnqueueArgs a);
 
 // Replaces Runtime.enqueue_allreduce, which pybind11 defined, by the

@@ -53,9 +53,11 @@ def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_fact
             else:
                 out = torch.empty(tensor.shape, dtype=tensor.dtype)
                 optr = out.data_ptr()
+            # op and the scale factors go to the binding as given: it takes
+            # any int-like op and float-like factor (TypeError otherwise).
             return submit_one("allreduce", name, ps_id, rt.enqueue_allreduce,
-                              (ps_id, ptr, optr, code, tensor.shape, -1, int(op),
-                               float(prescale_factor), float(postscale_factor)),
+                              (ps_id, ptr, optr, code, tensor.shape, -1, op, prescale_factor,
+                               postscale_factor),
                               tensor if in_place else (tensor, out), out)
     ps_id = registered_id(process_set)
     _check_adasum(op, ps_id)
