@@ -175,7 +175,11 @@ void Runtime::BackgroundLoop() {
     }
     const auto now = std::chrono::steady_clock::now();
     if (progressed || !waiting) last_progress = now;
-    eager = waiting && now - last_progress < kEagerWindow;
+    // Not while this rank's framework threads are enqueueing (NOTE [Enqueue
+    // bursts]): they drive the cycles of the ops they wait on, and eager
+    // background cycles that keep making progress would keep competing with
+    // them for the cycle mutex and the CPU.
+    eager = waiting && now - last_progress < kEagerWindow && !InEnqueueBurst();
     idle_cycles = all_idle ? idle_cycles + 1 : 0;
   }
 }
