@@ -2,6 +2,7 @@
 // threads over a MemoryStore. Inputs are f(rank, index) so that each rank
 // computes its expected output without communication.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -300,6 +301,43 @@ TEST(ShmBackendTest, MixedCollectivesBackToBackStayCorrect) {
         ASSERT_TRUE(b->Broadcast(bytes.data(), bytes.size(), iter % n, nullptr).ok());
         for (auto x : bytes) ASSERT_EQ(x, static_cast<uint8_t>(iter * 3 + 1));
       }
+    });
+  }
+}
+
+// NOTE [Shared CPU]: ranks whose threads share one CPU get correct results,
+// first pinned to that CPU (waiters cannot move: they sleep instead of
+// spinning), then free to move (a waiter that finds its peer on its CPU moves
+// itself off it); either way every thread ends with the affinity mask it had.
+TEST(ShmBackendTest, RanksSharingOneCpuStayCorrectAndKeepTheirAffinity) {
+  cpu_set_t all;
+  ASSERT_EQ(0, sched_getaffinity(0, sizeof(all), &all));
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "needs a process allowed on at least 2 CPUs";
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  for (int size : {2, 3}) {
+    hvda::testing::RunRanks(size, [&](int rank, int n, Store* store) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(first, &one);
+      ASSERT_EQ(0, sched_setaffinity(0, sizeof(one), &one));
+      std::unique_ptr<CollectiveBackend> b;
+      ASSERT_TRUE(ShmBackend::Create(hvda::testing::LocalSpec(store, "cpu/", rank, n), 8192, &b).ok());
+      auto check_allreduces = [&](const cpu_set_t& expected_mask, const char* phase) {
+        for (int iter = 0; iter < 100; ++iter) {
+          const int64_t count = 1 + (iter * 53) % 5001;
+          std::vector<int32_t> buf(count, rank + iter);
+          ASSERT_TRUE(b->Allreduce(buf.data(), count, DataType::kInt32, ReduceOp::kSum, nullptr).ok());
+          for (int64_t i = 0; i < count; ++i) ASSERT_EQ(buf[i], n * (n - 1) / 2 + n * iter) << phase;
+          cpu_set_t now;
+          ASSERT_EQ(0, sched_getaffinity(0, sizeof(now), &now));
+          ASSERT_TRUE(CPU_EQUAL(&now, &expected_mask)) << phase << ": affinity mask changed";
+        }
+      };
+      check_allreduces(one, "pinned to one CPU");
+      // Free to move again, still on `first` until the scheduler or a waiter moves it.
+      ASSERT_EQ(0, sched_setaffinity(0, sizeof(all), &all));
+      check_allreduces(all, "free to move");
     });
   }
 }

@@ -81,6 +81,7 @@ Status ShmBackend::Create(const CommunicatorSpec& spec, int64_t segment_bytes,
     b->control_[p] = reinterpret_cast<ShmRankControl*>(b->segments_[p].data());
     b->data_[p] = b->segments_[p].data() + kControlBytes;
   }
+  b->wait_state_.self = b->control_[spec.rank];
   // After this barrier every peer has mapped our segment: drop its name.
   HVDA_RETURN_IF_ERROR(b->Sync("setup"));
   b->segments_[spec.rank].Unlink();
@@ -116,7 +117,7 @@ Status ShmBackend::Sync(const char* op) {
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
     bool died = false;
-    if (ShmWaitArrived(control_[p], barriers_, deadline, &died)) continue;
+    if (ShmWaitArrived(control_[p], barriers_, deadline, &wait_state_, &died)) continue;
     failed_ = true;
     if (died)
       return Status::Aborted("shm backend: rank " + std::to_string(p) + " (pid " +

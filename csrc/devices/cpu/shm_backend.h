@@ -91,6 +91,7 @@ class ShmBackend : public CollectiveBackend {
   std::vector<ShmRankControl*> control_;  // [rank]; points into segments_
   std::vector<char*> data_;               // [rank]; data area of each segment
   uint32_t barriers_ = 0;                 // barriers this rank has reached
+  ShmWaitState wait_state_;               // NOTE [Shared CPU]
   uint64_t step_ = 0;                     // steps started (NOTE [shm steps])
   bool failed_ = false;
 };

@@ -40,6 +40,24 @@ void FutexWakeAll(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
+// NOTE [Shared CPU]: how often a waiter may move itself to another CPU.
+constexpr auto kMoveInterval = std::chrono::milliseconds(10);
+
+// Moves the calling thread off `cpu` to another CPU of its affinity mask, and
+// gives it its mask back (the thread stays where it was moved until the
+// scheduler moves it again). False if the mask has no other CPU or a call
+// fails; the mask is unchanged either way.
+bool MoveOffCpu(int cpu) {
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return false;
+  if (!CPU_ISSET(cpu, &mask) || CPU_COUNT(&mask) < 2) return false;
+  cpu_set_t others = mask;
+  CPU_CLR(cpu, &others);
+  if (sched_setaffinity(0, sizeof(others), &others) != 0) return false;
+  sched_setaffinity(0, sizeof(mask), &mask);
+  return true;
+}
+
 bool ProcessGone(int32_t pid) {
   return pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
 }
@@ -55,23 +73,35 @@ void ShmArrive(ShmRankControl* self, uint32_t count) {
 }
 
 bool ShmWaitArrived(ShmRankControl* peer, uint32_t count,
-                    std::chrono::steady_clock::time_point deadline, bool* peer_died) {
+                    std::chrono::steady_clock::time_point deadline, ShmWaitState* state,
+                    bool* peer_died) {
   *peer_died = false;
   if (Reached(peer->arrived.load(std::memory_order_acquire), count)) return true;
   // NOTE [Shared CPU]: the scheduler sometimes places two ranks' threads on
-  // one CPU (a wake-up lands on the waker's CPU while the other is busy) and
-  // leaves them there while another CPU idles: neither ever blocks, so no new
-  // placement happens until the periodic load balancer moves one, tens of
-  // milliseconds later. Spinning then only delays the peer that needs this
-  // CPU: measured on a 2-vCPU VM (np 2, back-to-back 4 KiB allreduces), a
-  // third of runs started with both ranks on one CPU and every op took
-  // 120-300 us (two spin phases plus switches) instead of 5 us, for up to
-  // ~30 ms. So a waiter whose peer last arrived from this very CPU sleeps at
-  // once: the peer runs alone, and its wake-up lets the scheduler place this
-  // thread on an idle CPU. Only a hint (either thread may have moved since);
-  // results never depend on it.
+  // one CPU while another CPU idles. While both spin, nothing changes until
+  // the periodic load balancer moves one, tens of milliseconds later; while
+  // they sleep in turn, the balancer sees one runnable thread and never
+  // moves either, and each wake-up lands on the waker's CPU again. Measured
+  // on a 2-vCPU VM (np 2): a third of runs of back-to-back 4 KiB allreduces
+  // started this way (120-300 us per op while spinning, instead of 5 us),
+  // and with sleeping alone whole benchmark rounds stayed co-located
+  // (64 MiB busbw 2.2 instead of 8.8 GB/s). So a waiter whose peer last
+  // arrived from this very CPU moves itself to another CPU of its affinity
+  // mask (at most once per kMoveInterval, so that ranks that outnumber the
+  // CPUs are not shuffled around), and otherwise sleeps at once rather than
+  // spin on the CPU its peer needs. Only a hint (either thread may have moved
+  // since); results never depend on it.
   const int cpu = sched_getcpu();
-  const bool shared_cpu = cpu >= 0 && peer->cpu.load(std::memory_order_relaxed) == cpu;
+  bool shared_cpu = cpu >= 0 && peer->cpu.load(std::memory_order_relaxed) == cpu;
+  if (shared_cpu) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - state->last_move >= kMoveInterval && MoveOffCpu(cpu)) {
+      state->last_move = now;
+      shared_cpu = false;
+      // Else the peer, reading the CPU this rank arrived from, would follow.
+      if (state->self != nullptr) state->self->cpu.store(sched_getcpu(), std::memory_order_relaxed);
+    }
+  }
   for (int i = 0; i < kSpins && !shared_cpu; ++i) {
     if (Reached(peer->arrived.load(std::memory_order_acquire), count)) return true;
     _mm_pause();

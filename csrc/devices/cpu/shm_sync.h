@@ -8,7 +8,8 @@
 // Waiting spins briefly, then yields, then sleeps on a futex on the peer's
 // counter, because ranks often outnumber cores: pure spinning would steal the
 // CPU from the very peer being waited for. A waiter whose peer last arrived
-// from the waiter's own CPU sleeps at once (NOTE [Shared CPU] in shm_sync.cc).
+// from the waiter's own CPU moves itself to another CPU, or else sleeps at
+// once (NOTE [Shared CPU] in shm_sync.cc).
 #pragma once
 
 #include <atomic>
@@ -38,10 +39,19 @@ static_assert(sizeof(ShmRankControl) == 128, "control layout is shared between p
 // Called only by the owner of `self`.
 void ShmArrive(ShmRankControl* self, uint32_t count);
 
+// What one waiter (a communicator's rank) remembers between waits (NOTE
+// [Shared CPU] in shm_sync.cc). Owned by the communicator; used by one thread
+// at a time (its collectives are serialised).
+struct ShmWaitState {
+  ShmRankControl* self = nullptr;  // the waiter's own control: `cpu` is republished after a move
+  std::chrono::steady_clock::time_point last_move{};  // when it last moved itself off a CPU
+};
+
 // Blocks until peer->arrived >= count. Returns false if `deadline` passes
 // first or the peer's process is gone (*peer_died says which). Never hangs.
 bool ShmWaitArrived(ShmRankControl* peer, uint32_t count,
-                    std::chrono::steady_clock::time_point deadline, bool* peer_died);
+                    std::chrono::steady_clock::time_point deadline, ShmWaitState* state,
+                    bool* peer_died);
 
 }  // namespace cpu
 }  // namespace hvda
