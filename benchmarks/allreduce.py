@@ -37,6 +37,8 @@ import sys
 import tempfile
 import time
 
+import host_probe  # benchmarks/, this script's directory
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
 PEERS_DIR = os.path.join(HERE, "peers")
@@ -273,6 +275,14 @@ def busy_processes():
     return busy
 
 
+def probe_text(probes):
+    """'12.9 / 2.3 GB/s -- SLOW PHASE ...' for a round's host_probe readings."""
+    text = " / ".join("n/a" if p is None else f"{p:.1f}" for p in probes) + " GB/s"
+    if any(p is not None and p < host_probe.SLOW_GBPS for p in probes):
+        text += " -- SLOW PHASE of this VM: its shared-memory numbers say more about the VM"
+    return text
+
+
 def fmt(v):
     if v is None:
         return "n/a"
@@ -456,9 +466,10 @@ def main(argv=None):
         cfg_path = os.path.join(workdir, "config.json")
         with open(cfg_path, "w") as f:
             json.dump(cfg, f)
+        meta["cross_cpu_gbps"] = []  # per round: [before, after] (host_probe.py)
         for rnd in range(a.repeats):
-            if a.repeats > 1:
-                print(f"round {rnd + 1}/{a.repeats}")
+            print(f"round {rnd + 1}/{a.repeats}")
+            probes = [host_probe.cross_cpu_handoff_gbps()]
             results = {}
             for peer in PEER_ORDER:
                 if peer not in a.only:
@@ -475,6 +486,11 @@ def main(argv=None):
                 else:
                     errors[peer] = reason
             rounds.append(results)
+            # What the VM's CPUs could hand each other around this round: rounds
+            # in a slow phase are flagged, not silently averaged in.
+            probes.append(host_probe.cross_cpu_handoff_gbps())
+            meta["cross_cpu_gbps"].append(probes)
+            print(f"  cross-CPU hand-off before/after: {probe_text(probes)}")
     meta["busy_after"] = busy_processes()
     meta["loadavg_after"] = os.getloadavg()[0]
 
@@ -485,7 +501,8 @@ def main(argv=None):
           "(busbw rows: hvda/peer; time rows: peer/hvda).")
     for rnd, results in enumerate(rounds):
         if a.repeats > 1:
-            print(f"\nround {rnd + 1}:")
+            print(f"\nround {rnd + 1} (cross-CPU hand-off before/after: "
+                  f"{probe_text(meta['cross_cpu_gbps'][rnd])}):")
         print(render_table(results, a.sizes))
     if a.repeats > 1:
         print(f"\nover {a.repeats} rounds: each peer's median value; each same-run ratio's median "
