@@ -2,8 +2,9 @@
 
 VMs of the kind the benchmarks run on have phases, minutes long, in which
 memory that one vCPU wrote reaches another vCPU about 5x slower than usual,
-while single-CPU memcpy keeps its speed (measured 2026-11-26: 13-14 GB/s vs
-2.3-2.4 GB/s for the hand-off below; benchmarks/README.md). Shared-memory
+while single-CPU memcpy keeps its speed (measured 2026-11-26 for the hand-off
+below: 2.3-2.4 GB/s in slow phases, 12-14 GB/s usually, 33 GB/s in fast ones;
+benchmarks/README.md). Shared-memory
 collectives that hand data between the ranks' CPUs (horovod_accel's shm
 backend) slow down with it, so a benchmark round taken in such a phase says
 more about the VM than about the code. allreduce.py runs this probe before
