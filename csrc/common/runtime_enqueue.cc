@@ -156,8 +156,8 @@ Status Runtime::EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work) {
 }
 
 // ops[0..n) -> entries[0..n) (default-constructed), queued as one group. On
-// success each entry keeps only its Work (the queue took the rest); on a
-// refusal nothing is queued. After a failure of the job, every op gets a
+// success each entry keeps only its Work (TensorQueue::Add took the rest); on
+// a refusal nothing is queued. After a failure of the job, every op gets a
 // Work already failed with that error.
 Status Runtime::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n) {
   HVDA_RETURN_IF_ERROR(CheckInitialized());
@@ -168,7 +168,6 @@ Status Runtime::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n)
       return Status::OK();
     }
   }
-  std::vector<std::shared_ptr<Work>> works;
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
     const int id = ops[0].process_set_id;
@@ -183,20 +182,7 @@ Status Runtime::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n)
                                      "; only its member ranks may run collectives on it.");
     for (size_t i = 0; i < n; ++i)
       HVDA_RETURN_IF_ERROR(ValidateAndBuild(ops[i], ps, &entries[i]));
-    // The queue moves the entries out; their Works go back to the caller.
-    std::shared_ptr<Work> one;
-    if (n == 1) {
-      one = entries[0].work;
-    } else {
-      works.reserve(n);
-      for (size_t i = 0; i < n; ++i) works.push_back(entries[i].work);
-    }
     HVDA_RETURN_IF_ERROR(ps->queue.Add(entries, n));
-    if (n == 1) {
-      entries[0].work = std::move(one);
-    } else {
-      for (size_t i = 0; i < n; ++i) entries[i].work = std::move(works[i]);
-    }
   }
   activity_->NoteActivity();
   NoteEnqueued();

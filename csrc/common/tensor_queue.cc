@@ -29,8 +29,10 @@ Status TensorQueue::Add(TensorEntry* entries, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     TensorEntry& e = entries[i];
     new_requests_.push_back(e.request);
+    std::shared_ptr<Work> work = e.work;
     // The pair's key is copied from the name before the entry is moved.
     table_.emplace(e.request.name, std::move(e));
+    e.work = std::move(work);
   }
   return Status::OK();
 }

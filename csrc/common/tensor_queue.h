@@ -37,8 +37,9 @@ class TensorQueue {
   // reservation]). Fails with InvalidArgument, adding nothing, if a name is
   // still reserved by an earlier op or repeated within the group.
   Status Add(std::vector<TensorEntry> entries) { return Add(entries.data(), entries.size()); }
-  // The same for entries[0..n), moved from on success (the per-op path: no
-  // vector to allocate).
+  // The same for entries[0..n) (the per-op path: no vector to allocate). On
+  // success the entries are moved into the queue except their `work`, which
+  // stays with the caller too (it hands the Works out).
   Status Add(TensorEntry* entries, size_t n);
   // Moves the requests added since the last call into *out (append).
   void PopNewRequests(std::vector<Request>* out);

@@ -14,6 +14,7 @@
 // CollectiveError for a core failure.
 #include <pybind11/pybind11.h>
 
+#include <climits>
 #include <string>
 
 #include "python/enqueue_args.h"
@@ -52,6 +53,20 @@ long long IntArg(PyObject* o) {
   return v;
 }
 
+// An int argument the core stores as a C int; OverflowError outside its range
+// (pybind11's definition refused those too, instead of truncating them).
+int Int32Arg(PyObject* o, const char* what) {
+  const long long v = IntArg(o);
+  if (v < INT_MIN || v > INT_MAX) {
+    PyErr_SetString(PyExc_OverflowError,
+                    (std::string(kSignature) + ": " + what + " " + std::to_string(v) +
+                     " is out of range")
+                        .c_str());
+    throw py::error_already_set();
+  }
+  return static_cast<int>(v);
+}
+
 uintptr_t AddressArg(PyObject* o) {
   unsigned long long v = PyLong_AsUnsignedLongLong(o);
   if (v == static_cast<unsigned long long>(-1)) ThrowIfPythonError();
@@ -88,10 +103,10 @@ PyObject* EnqueueAllreduce(PyObject* self, PyObject* const* args, Py_ssize_t nar
     if (nargs != 10) TypeError("takes 10 positional arguments, got " + std::to_string(nargs));
     Runtime& rt = py::handle(self).cast<Runtime&>();
     EnqueueArgs a = Args(RequestType::kAllreduce, StrArg(args[0], "name"),
-                         static_cast<int>(IntArg(args[1])), AddressArg(args[2]),
-                         AddressArg(args[3]), static_cast<int>(IntArg(args[4])),
-                         ShapeArg(args[5]), py::handle(args[6]));
-    a.op = static_cast<ReduceOp>(IntArg(args[7]));
+                         Int32Arg(args[1], "process_set"), AddressArg(args[2]),
+                         AddressArg(args[3]), Int32Arg(args[4], "dtype"), ShapeArg(args[5]),
+                         py::handle(args[6]));
+    a.op = static_cast<ReduceOp>(Int32Arg(args[7], "op"));
     a.prescale = FloatArg(args[8]);
     a.postscale = FloatArg(args[9]);
     return py::cast(SubmitOne(rt, std::move(a))).release().ptr();

@@ -9,7 +9,8 @@ only converts tensors; naming, the handle table and waiting live here.
 The per-op fast path (`submit_one`: one named tensor whose result needs no
 finish) returns the core `Work` itself as the handle and keeps (keep, result)
 beside it in the table: a Handle object, its list and its attribute reads
-were a fifth of a small allreduce_async_ + synchronize in Python. Users only
+were about a sixth of a small allreduce_async_ + synchronize (np 1, one
+2-core VM: 3.42 -> 2.96 us per op). Users only
 pass handles to poll()/synchronize(), as upstream's integer handles.
 
 Every handle stays in the process's `HandleTable` until `synchronize()`
@@ -112,7 +113,7 @@ class HandleTable:
         if name is None:
             return self.submit(op, name, process_set_id, enqueue, keep, None, args=args,
                                result=result)
-        try:
+        try:  # _call_enqueue's translation, inline: one call less per op
             work = enqueue(f"{op}.{name}", *args)
         except ValueError:
             raise

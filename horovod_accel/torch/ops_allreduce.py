@@ -51,7 +51,7 @@ def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_fact
             if in_place:
                 out, optr = tensor, ptr
             else:
-                out = torch.empty(tensor.shape, dtype=tensor.dtype)
+                out = _t.new_output(tensor)
                 optr = out.data_ptr()
             # op and the scale factors go to the binding as given: it takes
             # any int-like op and float-like factor (TypeError otherwise).
