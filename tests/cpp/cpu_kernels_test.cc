@@ -12,6 +12,8 @@
 
 #include "devices/cpu/host_device.h"
 #include "devices/cpu/reduce_kernels.h"
+#include "devices/cpu/shm_ranges.h"
+#include "devices/cpu/shm_stream_copy.h"
 
 namespace hvda {
 namespace cpu {
@@ -169,6 +171,35 @@ TEST(CpuHostDevice, AlignedMemoryAndBatchedCopy) {
   EXPECT_FALSE(dev.execution().ReduceInto(f, g, 2, DataType::kBool, ReduceOp::kSum, nullptr).ok());
   dev.memory().Free(p);
   dev.memory().Free(z);
+}
+
+// StreamBytes writes exactly [dst, dst + len) with src's bytes, whatever the
+// alignment of either pointer and the length (ordinary stores at the edges,
+// streaming ones for the whole lines between).
+TEST(ShmStreamCopy, CopiesExactlyTheRangeAtEveryAlignment) {
+  std::vector<uint8_t> src(8192 + 128), dst(8192 + 256);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
+  for (int64_t len : {0, 1, 15, 63, 64, 65, 127, 128, 129, 1000, 8192}) {
+    for (int dst_off = 0; dst_off < 64; ++dst_off) {
+      for (int src_off : {0, 1, 8, 33}) {
+        std::fill(dst.begin(), dst.end(), 0xee);
+        uint8_t* d = dst.data() + 64 + dst_off;
+        shm::StreamBytes(d, src.data() + src_off, len);
+        shm::StoreFence();
+        ASSERT_EQ(std::memcmp(d, src.data() + src_off, len), 0) << len << " " << dst_off << " " << src_off;
+        for (uint8_t* p = dst.data(); p < d; ++p) ASSERT_EQ(*p, 0xee) << "before, " << len;
+        for (uint8_t* p = d + len; p < dst.data() + dst.size(); ++p) ASSERT_EQ(*p, 0xee) << "after, " << len;
+      }
+    }
+  }
+  shm::StreamBytes(nullptr, nullptr, 0);  // nothing to copy: pointers untouched
+}
+
+TEST(ShmStreamCopy, OperationsStreamFromTheThresholdOn) {
+  EXPECT_EQ(shm::PublishCopy(0), &shm::CopyBytes);
+  EXPECT_EQ(shm::PublishCopy(shm::kStreamPublishMinBytes - 1), &shm::CopyBytes);
+  EXPECT_EQ(shm::PublishCopy(shm::kStreamPublishMinBytes), &shm::StreamBytes);
+  EXPECT_EQ(shm::PublishCopy(int64_t{1} << 34), &shm::StreamBytes);
 }
 
 }  // namespace

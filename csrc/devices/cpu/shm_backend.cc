@@ -13,6 +13,7 @@
 #include "common/store/store.h"
 #include "devices/cpu/reduce_kernels.h"
 #include "devices/cpu/shm_ranges.h"
+#include "devices/cpu/shm_stream_copy.h"
 
 namespace hvda {
 namespace cpu {
@@ -111,6 +112,9 @@ Status ShmBackend::Check(const char* op, size_t per_rank_entries) const {
 
 Status ShmBackend::Sync(const char* op) {
   ++barriers_;
+  // Peers read what this rank published before the barrier, streaming
+  // stores included (NOTE [Streaming publish]).
+  shm::StoreFence();
   ShmArrive(control_[rank_], barriers_);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds_ * 1000));
@@ -156,10 +160,11 @@ Status ShmBackend::Broadcast(void* buffer, int64_t bytes, int root, Stream*) {
                                    " is not a rank of this communicator of " +
                                    std::to_string(size_) + ".");
   char* buf = static_cast<char*>(buffer);
+  const shm::CopyFn publish = shm::PublishCopy(bytes);
   for (int64_t off = 0; off < bytes && size_ > 1; off += half_bytes_) {
     const int64_t len = std::min(half_bytes_, bytes - off);
     const int h = NextHalf();
-    if (rank_ == root) CopyBytes(Half(root, h), buf + off, len);
+    if (rank_ == root) publish(Half(root, h), buf + off, len);
     HVDA_RETURN_IF_ERROR(Sync("broadcast"));
     if (rank_ != root) CopyBytes(buf + off, Half(root, h), len);
   }
@@ -175,9 +180,10 @@ Status ShmBackend::Allgatherv(const void* in, void* out,
   if (bytes_per_rank[rank_] > 0) CopyBytes(dst + offset[rank_], src, bytes_per_rank[rank_]);
   if (size_ == 1) return Status::OK();
   const int64_t most = *std::max_element(bytes_per_rank.begin(), bytes_per_rank.end());
+  const shm::CopyFn publish = shm::PublishCopy(bytes_per_rank[rank_]);
   for (int64_t off = 0; off < most; off += half_bytes_) {
     const int h = NextHalf();
-    CopyBytes(Half(rank_, h), src + off, Clamp(bytes_per_rank[rank_] - off, half_bytes_));
+    publish(Half(rank_, h), src + off, Clamp(bytes_per_rank[rank_] - off, half_bytes_));
     HVDA_RETURN_IF_ERROR(Sync("allgatherv"));
     for (int p = 0; p < size_; ++p)
       if (p != rank_)
@@ -206,6 +212,9 @@ Status ShmBackend::Alltoallv(const void* in, const std::vector<int64_t>& send_by
   for (int d = 0; d < size_; ++d)
     if (d != rank_) my_most = std::max(my_most, send_bytes[d]);
   int64_t steps = 1;
+  // What this rank publishes: everything it sends to other ranks.
+  const shm::CopyFn publish =
+      shm::PublishCopy(soff.back() + send_bytes.back() - send_bytes[rank_]);
   for (int64_t j = 0; j < steps; ++j) {
     const int h = NextHalf();
     const int64_t off = j * region;
@@ -213,8 +222,8 @@ Status ShmBackend::Alltoallv(const void* in, const std::vector<int64_t>& send_by
     if (j == 0) CopyBytes(mine, &my_most, sizeof(my_most));
     for (int d = 0; d < size_; ++d)
       if (d != rank_)
-        CopyBytes(mine + kHeader + d * region, src + soff[d] + off,
-                    Clamp(send_bytes[d] - off, region));
+        publish(mine + kHeader + d * region, src + soff[d] + off,
+                Clamp(send_bytes[d] - off, region));
     HVDA_RETURN_IF_ERROR(Sync("alltoallv"));
     if (j == 0) {
       int64_t most = 0;

@@ -22,6 +22,7 @@
 #include "devices/cpu/reduce_kernels.h"
 #include "devices/cpu/shm_backend.h"
 #include "devices/cpu/shm_ranges.h"
+#include "devices/cpu/shm_stream_copy.h"
 
 namespace hvda {
 namespace cpu {
@@ -122,6 +123,7 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
   // Largest chunk whose slices (each rounded up to a cache line) fit a half.
   const int64_t chunk_max = SlotElems(half_bytes_, size_, esize) * size_;
   std::vector<const void*> srcs(size_);
+  const shm::CopyFn publish = shm::PublishCopy(count * esize);
   for (int64_t done = 0; done < count; done += chunk_max) {
     const int64_t chunk = std::min(chunk_max, count - done);
     const int64_t slice = SliceElems(chunk, size_, esize);
@@ -133,7 +135,7 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
         all.ForEach(done + q * slice, slice_len(q), [&](const Span& s, int64_t first, int64_t n, int64_t at) {
-          CopyBytes(slot(rank_, h, at), in(s, first), n * esize);
+          publish(slot(rank_, h, at), in(s, first), n * esize);
         });
     HVDA_RETURN_IF_ERROR(Sync("allreduce"));
     all.ForEach(done + rank_ * slice, slice_len(rank_),
@@ -142,7 +144,7 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
                   // identical everywhere (floating-point sums depend on it).
                   for (int p = 0; p < size_; ++p) srcs[p] = p == rank_ ? in(s, first) : slot(p, h, at);
                   ReduceN(out(s, first), srcs.data(), size_, n, dtype, op);
-                  CopyBytes(slot(rank_, h, at), out(s, first), n * esize);
+                  publish(slot(rank_, h, at), out(s, first), n * esize);
                 });
     HVDA_RETURN_IF_ERROR(Sync("allreduce"));
     for (int q = 0; q < size_; ++q)
@@ -169,9 +171,12 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
 Status ShmBackend::AllreduceSmall(const std::vector<Span>& spans, DataType dtype, ReduceOp op) {
   const int64_t esize = DataTypeSize(dtype);
   const int h = NextHalf();
+  int64_t total = 0;
+  for (const Span& s : spans) total += s.count * esize;
+  const shm::CopyFn publish = shm::PublishCopy(total);
   int64_t at = 0;  // byte offset of the current span in the concatenation
   for (const Span& s : spans) {
-    CopyBytes(Half(rank_, h) + at, s.in, s.count * esize);
+    publish(Half(rank_, h) + at, s.in, s.count * esize);
     at += s.count * esize;
   }
   HVDA_RETURN_IF_ERROR(Sync("allreduce"));
@@ -206,13 +211,16 @@ Status ShmBackend::Reducescatter(const void* in, void* out,
   const int64_t region = SlotElems(half_bytes_, size_, esize);
   const int64_t most = *std::max_element(counts_per_rank.begin(), counts_per_rank.end());
   std::vector<const void*> srcs(size_);
+  // What this rank publishes: its input for every other rank's segment.
+  const int64_t published = first.back() + counts_per_rank.back() - counts_per_rank[rank_];
+  const shm::CopyFn publish = shm::PublishCopy(published * esize);
   for (int64_t off = 0; off < most; off += region) {
     const int h = NextHalf();
     char* mine = Half(rank_, h);
     auto len = [&](int q) { return Clamp(counts_per_rank[q] - off, region); };
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
-        CopyBytes(mine + q * region * esize, src + (first[q] + off) * esize, len(q) * esize);
+        publish(mine + q * region * esize, src + (first[q] + off) * esize, len(q) * esize);
     HVDA_RETURN_IF_ERROR(Sync("reducescatter"));
     const int64_t own = len(rank_);
     if (own > 0) {

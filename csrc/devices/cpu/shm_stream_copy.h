@@ -1,0 +1,47 @@
+// Copies into shared memory that another CPU reads next (the shm backend's
+// publishing steps).
+//
+// NOTE [Streaming publish]: a rank's segment is written by one CPU and read
+// by its peers' CPUs. With ordinary stores the written lines sit dirty in the
+// writer's caches, and every line a peer reads is a cache-to-cache transfer.
+// On the 2-vCPU VMs we measure on, that transfer has phases, minutes long,
+// in which it runs about 5x slower (benchmarks/host_probe.py: 2.3 instead of
+// 13 GB/s), while memory itself keeps its speed. Non-temporal (streaming)
+// stores send the lines to memory instead, and the peer reads them from there.
+// Measured with two processes pinned to the two CPUs handing a buffer back
+// and forth (2026-11-26, GB/s, ordinary copy / streaming copy):
+//   normal phase: 4 KiB 8.7 / 5.6, 64 KiB 13.6 / 17.6, 1 MiB 19.8 / 24.4, 16 MiB 7.0 / 18.5;
+//   slow phase:   4 KiB 3.7 / 5.3, 64 KiB 3.8 / 17.8, 1 MiB 4.2 / 25.6, 16 MiB 5.4 / 15.1.
+// So collectives publish with streaming stores when the operation moves at
+// least kStreamPublishMinBytes, and with ordinary ones below (small messages
+// are faster cache to cache in the normal phase).
+#pragma once
+
+#include <cstdint>
+
+namespace hvda {
+namespace cpu {
+namespace shm {
+
+// Operations that publish at least this many bytes per rank stream them.
+constexpr int64_t kStreamPublishMinBytes = 32 << 10;
+
+// memcpy with non-temporal stores where the CPU has them (x86-64); plain
+// memcpy elsewhere. The stores are weakly ordered: call StoreFence() before
+// telling a peer the data is there (ShmBackend::Sync does). dst and src must
+// not overlap; either may be null when len <= 0. Never blocks.
+void StreamBytes(void* dst, const void* src, int64_t len);
+
+// Orders every earlier store of this thread, streaming ones included, before
+// every later one.
+void StoreFence();
+
+using CopyFn = void (*)(void* dst, const void* src, int64_t len);
+
+// The copy that an operation publishing `bytes` per rank (its whole size,
+// not one piece of it) writes its segment with: StreamBytes or CopyBytes.
+CopyFn PublishCopy(int64_t bytes);
+
+}  // namespace shm
+}  // namespace cpu
+}  // namespace hvda
