@@ -13,6 +13,7 @@
 #include "devices/cpu/host_device.h"
 #include "devices/cpu/reduce_kernels.h"
 #include "devices/cpu/shm_ranges.h"
+#include "devices/cpu/shm_publish_modes.h"
 #include "devices/cpu/shm_stream_copy.h"
 
 namespace hvda {
@@ -195,11 +196,48 @@ TEST(ShmStreamCopy, CopiesExactlyTheRangeAtEveryAlignment) {
   shm::StreamBytes(nullptr, nullptr, 0);  // nothing to copy: pointers untouched
 }
 
-TEST(ShmStreamCopy, OperationsStreamFromTheThresholdOn) {
-  EXPECT_EQ(shm::PublishCopy(0), &shm::CopyBytes);
-  EXPECT_EQ(shm::PublishCopy(shm::kStreamPublishMinBytes - 1), &shm::CopyBytes);
-  EXPECT_EQ(shm::PublishCopy(shm::kStreamPublishMinBytes), &shm::StreamBytes);
-  EXPECT_EQ(shm::PublishCopy(int64_t{1} << 34), &shm::StreamBytes);
+// NOTE [Adaptive publish]: measures ordinary then streaming stores, uses the
+// faster, re-measures the other every kExploreEvery operations of a size
+// class, and follows the machine when the other becomes faster.
+TEST(ShmPublishModes, UsesTheFasterModeAndReMeasuresTheOther) {
+  using std::chrono::nanoseconds;
+  shm::PublishModes modes;
+  const int64_t mib = 1 << 20;
+  // Small operations: always ordinary, never timed.
+  for (int i = 0; i < 100; ++i) {
+    const auto c = modes.Choose(shm::kStreamPublishMinBytes - 1);
+    EXPECT_EQ(c.copy, &shm::CopyBytes);
+    EXPECT_FALSE(c.record);
+  }
+  // A fake machine: streaming costs 1 ns/byte, ordinary 3 (a slow phase).
+  double ordinary_cost = 3, streamed_cost = 1;
+  auto run = [&](int64_t bytes) {
+    const auto c = modes.Choose(bytes);
+    EXPECT_EQ(c.copy, c.streamed ? &shm::StreamBytes : &shm::CopyBytes);
+    const double cost = c.streamed ? streamed_cost : ordinary_cost;
+    modes.Record(c, bytes, nanoseconds(static_cast<int64_t>(cost * bytes)));
+    return c.streamed;
+  };
+  EXPECT_FALSE(run(mib));  // warm-up, not measured
+  EXPECT_EQ(modes.Estimate(mib, false), 0);
+  EXPECT_FALSE(run(mib));  // measures ordinary
+  EXPECT_TRUE(run(mib));   // measures streaming
+  EXPECT_DOUBLE_EQ(modes.Estimate(mib, false), 3);
+  EXPECT_DOUBLE_EQ(modes.Estimate(mib, true), 1);
+  // Streaming from now on, except one re-measuring op per kExploreEvery.
+  int ordinary_ops = 0;
+  for (uint64_t i = 3; i < 3 * shm::PublishModes::kExploreEvery; ++i) ordinary_ops += !run(mib);
+  EXPECT_EQ(ordinary_ops, 3);
+  // Another size class keeps its own measurements: it starts over.
+  EXPECT_FALSE(run(16 * mib));
+  EXPECT_EQ(modes.Estimate(16 * mib, true), 0);
+  // The machine changes phase: ordinary stores become the faster. The next
+  // re-measurement replaces the stale estimate, and ordinary takes over.
+  ordinary_cost = 0.5;
+  int i = 0;
+  while (run(mib)) ASSERT_LT(++i, static_cast<int>(shm::PublishModes::kExploreEvery)) << "never re-measured";
+  EXPECT_DOUBLE_EQ(modes.Estimate(mib, false), 0.5);
+  for (int k = 0; k < 10; ++k) EXPECT_FALSE(run(mib + k)) << k;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "common/store/store.h"
 #include "devices/cpu/reduce_kernels.h"
 #include "devices/cpu/shm_ranges.h"
+#include "devices/cpu/shm_publish_modes.h"
 #include "devices/cpu/shm_stream_copy.h"
 
 namespace hvda {
@@ -160,7 +161,7 @@ Status ShmBackend::Broadcast(void* buffer, int64_t bytes, int root, Stream*) {
                                    " is not a rank of this communicator of " +
                                    std::to_string(size_) + ".");
   char* buf = static_cast<char*>(buffer);
-  const shm::CopyFn publish = shm::PublishCopy(bytes);
+  const shm::TimedPublish publish(&publish_modes_, bytes);
   for (int64_t off = 0; off < bytes && size_ > 1; off += half_bytes_) {
     const int64_t len = std::min(half_bytes_, bytes - off);
     const int h = NextHalf();
@@ -180,7 +181,7 @@ Status ShmBackend::Allgatherv(const void* in, void* out,
   if (bytes_per_rank[rank_] > 0) CopyBytes(dst + offset[rank_], src, bytes_per_rank[rank_]);
   if (size_ == 1) return Status::OK();
   const int64_t most = *std::max_element(bytes_per_rank.begin(), bytes_per_rank.end());
-  const shm::CopyFn publish = shm::PublishCopy(bytes_per_rank[rank_]);
+  const shm::TimedPublish publish(&publish_modes_, bytes_per_rank[rank_]);
   for (int64_t off = 0; off < most; off += half_bytes_) {
     const int h = NextHalf();
     publish(Half(rank_, h), src + off, Clamp(bytes_per_rank[rank_] - off, half_bytes_));
@@ -213,8 +214,8 @@ Status ShmBackend::Alltoallv(const void* in, const std::vector<int64_t>& send_by
     if (d != rank_) my_most = std::max(my_most, send_bytes[d]);
   int64_t steps = 1;
   // What this rank publishes: everything it sends to other ranks.
-  const shm::CopyFn publish =
-      shm::PublishCopy(soff.back() + send_bytes.back() - send_bytes[rank_]);
+  const shm::TimedPublish publish(&publish_modes_,
+                                  soff.back() + send_bytes.back() - send_bytes[rank_]);
   for (int64_t j = 0; j < steps; ++j) {
     const int h = NextHalf();
     const int64_t off = j * region;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/hal/collective_backend.h"
+#include "devices/cpu/shm_publish_modes.h"
 #include "devices/cpu/shm_segment.h"
 #include "devices/cpu/shm_sync.h"
 
@@ -92,6 +93,7 @@ class ShmBackend : public CollectiveBackend {
   std::vector<char*> data_;               // [rank]; data area of each segment
   uint32_t barriers_ = 0;                 // barriers this rank has reached
   ShmWaitState wait_state_;               // NOTE [Shared CPU]
+  shm::PublishModes publish_modes_;       // NOTE [Adaptive publish]
   uint64_t step_ = 0;                     // steps started (NOTE [shm steps])
   bool failed_ = false;
 };

@@ -22,6 +22,7 @@
 #include "devices/cpu/reduce_kernels.h"
 #include "devices/cpu/shm_backend.h"
 #include "devices/cpu/shm_ranges.h"
+#include "devices/cpu/shm_publish_modes.h"
 #include "devices/cpu/shm_stream_copy.h"
 
 namespace hvda {
@@ -123,7 +124,7 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
   // Largest chunk whose slices (each rounded up to a cache line) fit a half.
   const int64_t chunk_max = SlotElems(half_bytes_, size_, esize) * size_;
   std::vector<const void*> srcs(size_);
-  const shm::CopyFn publish = shm::PublishCopy(count * esize);
+  const shm::TimedPublish publish(&publish_modes_, count * esize);
   for (int64_t done = 0; done < count; done += chunk_max) {
     const int64_t chunk = std::min(chunk_max, count - done);
     const int64_t slice = SliceElems(chunk, size_, esize);
@@ -173,7 +174,7 @@ Status ShmBackend::AllreduceSmall(const std::vector<Span>& spans, DataType dtype
   const int h = NextHalf();
   int64_t total = 0;
   for (const Span& s : spans) total += s.count * esize;
-  const shm::CopyFn publish = shm::PublishCopy(total);
+  const shm::TimedPublish publish(&publish_modes_, total);
   int64_t at = 0;  // byte offset of the current span in the concatenation
   for (const Span& s : spans) {
     publish(Half(rank_, h) + at, s.in, s.count * esize);
@@ -213,7 +214,7 @@ Status ShmBackend::Reducescatter(const void* in, void* out,
   std::vector<const void*> srcs(size_);
   // What this rank publishes: its input for every other rank's segment.
   const int64_t published = first.back() + counts_per_rank.back() - counts_per_rank[rank_];
-  const shm::CopyFn publish = shm::PublishCopy(published * esize);
+  const shm::TimedPublish publish(&publish_modes_, published * esize);
   for (int64_t off = 0; off < most; off += region) {
     const int h = NextHalf();
     char* mine = Half(rank_, h);

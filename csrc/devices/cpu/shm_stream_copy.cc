@@ -50,10 +50,6 @@ void StreamBytes(void* dst, const void* src, int64_t len) { CopyBytes(dst, src, 
 void StoreFence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 #endif
 
-CopyFn PublishCopy(int64_t bytes) {
-  return bytes >= kStreamPublishMinBytes ? &StreamBytes : &CopyBytes;
-}
-
 }  // namespace shm
 }  // namespace cpu
 }  // namespace hvda

@@ -12,9 +12,9 @@
 // and forth (2026-11-26, GB/s, ordinary copy / streaming copy):
 //   normal phase: 4 KiB 8.7 / 5.6, 64 KiB 13.6 / 17.6, 1 MiB 19.8 / 24.4, 16 MiB 7.0 / 18.5;
 //   slow phase:   4 KiB 3.7 / 5.3, 64 KiB 3.8 / 17.8, 1 MiB 4.2 / 25.6, 16 MiB 5.4 / 15.1.
-// So collectives publish with streaming stores when the operation moves at
-// least kStreamPublishMinBytes, and with ordinary ones below (small messages
-// are faster cache to cache in the normal phase).
+// Which of the two an operation uses is decided from measurements (NOTE
+// [Adaptive publish] in shm_publish_modes.h): in the normal phase, ordinary
+// stores are faster inside a whole collective from 1 MiB up.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +22,6 @@
 namespace hvda {
 namespace cpu {
 namespace shm {
-
-// Operations that publish at least this many bytes per rank stream them.
-constexpr int64_t kStreamPublishMinBytes = 32 << 10;
 
 // memcpy with non-temporal stores where the CPU has them (x86-64); plain
 // memcpy elsewhere. The stores are weakly ordered: call StoreFence() before
@@ -36,11 +33,8 @@ void StreamBytes(void* dst, const void* src, int64_t len);
 // every later one.
 void StoreFence();
 
+// StreamBytes or CopyBytes (shm_ranges.h).
 using CopyFn = void (*)(void* dst, const void* src, int64_t len);
-
-// The copy that an operation publishing `bytes` per rank (its whole size,
-// not one piece of it) writes its segment with: StreamBytes or CopyBytes.
-CopyFn PublishCopy(int64_t bytes);
 
 }  // namespace shm
 }  // namespace cpu
