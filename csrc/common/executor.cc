@@ -352,14 +352,10 @@ Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
   std::vector<CollectiveBackend::Span> spans;
   if (r.prescale == 1.0 && backend->ReducesSpans() && SpansFor(r, entries, have, &spans)) {
     Begin(r, *backend, "ALLREDUCE");
-    Status st = backend->AllreduceSpans(spans, r.dtype, WireOp(r.reduce_op), stream_.get());
+    Status st =
+        backend->AllreduceSpans(spans, r.dtype, WireOp(r.reduce_op), post, stream_.get());
     End(r);
-    HVDA_RETURN_IF_ERROR(st);
-    if (post != 1.0)
-      for (const auto& s : spans)
-        HVDA_RETURN_IF_ERROR(
-            device_->execution().Scale(s.out, s.count, r.dtype, post, stream_.get()));
-    return Status::OK();
+    return st;
   }
   int64_t count = 0;
   for (size_t i = 0; i < r.shapes.size(); ++i) count += r.TensorElements(i);

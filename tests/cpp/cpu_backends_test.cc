@@ -346,13 +346,16 @@ TEST(ShmBackendTest, RanksSharingOneCpuStayCorrectAndKeepTheirAffinity) {
 // and zero lengths, some in place and some not, reduce exactly like one
 // concatenated buffer, at 2-4 ranks; inputs of out-of-place spans are left
 // as they were. The large set crosses chunk boundaries (8 KiB segments);
-// the small one fits a half and takes NOTE [shm small allreduce].
+// the small one fits a half and takes NOTE [shm small allreduce]. With a
+// postscale every output equals the reduction scaled by cpu::Scale (what
+// the executor did after the collective before it was folded in).
 TEST(ShmBackendTest, AllreduceSpansEqualsOneConcatenatedBuffer) {
   for (const std::vector<int64_t>& counts : {std::vector<int64_t>{0, 1, 7, 1000, 0, 4099, 33, 1},
                                              std::vector<int64_t>{0, 3, 100, 0, 17, 1}})
   for (int world : {2, 3, 4}) {
     for (DataType t : {DataType::kFloat32, DataType::kInt64, DataType::kBFloat16, DataType::kUInt8}) {
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax})
+      for (double post : {1.0, 1.0 / 3}) {
         hvda::testing::RunRanks(world, [&](int rank, int n, Store* store) {
           std::unique_ptr<CollectiveBackend> b;
           ASSERT_TRUE(ShmBackend::Create(hvda::testing::LocalSpec(store, "spans/", rank, n), 8192, &b).ok());
@@ -370,15 +373,17 @@ TEST(ShmBackendTest, AllreduceSpansEqualsOneConcatenatedBuffer) {
             spans.push_back(CollectiveBackend::Span{ins[k].data(), out, counts[k]});
             at += counts[k];
           }
-          Status st = b->AllreduceSpans(spans, t, op, nullptr);
+          Status st = b->AllreduceSpans(spans, t, op, post, nullptr);
           ASSERT_TRUE(st.ok()) << st.reason();
           at = 0;
           for (size_t k = 0; k < counts.size(); ++k) {
             for (int64_t i = 0; i < counts[k]; ++i) {
               std::vector<char> want(esize);
               Put(want.data(), 0, t, Expected(n, at + i, op, t));
+              if (post != 1.0) Scale(want.data(), 1, t, post);
               ASSERT_EQ(Load(spans[k].out, i, t), Load(want.data(), 0, t))
-                  << DataTypeName(t) << " " << ReduceOpName(op) << " span " << k << " i " << i;
+                  << DataTypeName(t) << " " << ReduceOpName(op) << " x" << post << " span " << k
+                  << " i " << i;
               if (spans[k].out != spans[k].in) {
                 std::vector<char> mine(esize);
                 Put(mine.data(), 0, t, Value(rank, at + i, op, t));

@@ -58,8 +58,10 @@ class CollectiveBackend {
   // for one out-of-place tensor, the copy of in into out). Every rank passes
   // the same counts in the same order. A span's in and out are either the
   // same pointer (in place) or do not overlap; no two spans' memory
-  // overlaps; ins not equal to their out are not modified. Only called when
-  // ReducesSpans().
+  // overlaps; ins not equal to their out are not modified. Every output is
+  // then multiplied by `postscale`, exactly as DeviceExecution::Scale would
+  // (1.0: left as reduced), so an Average costs no extra memory pass. Only
+  // called when ReducesSpans().
   struct Span {
     const void* in;
     void* out;
@@ -67,7 +69,7 @@ class CollectiveBackend {
   };
   virtual bool ReducesSpans() const { return false; }
   virtual Status AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
-                                Stream* stream) {
+                                double postscale, Stream* stream) {
     return Status::Unknown(std::string(name()) + " cannot reduce tensors where they are");
   }
 

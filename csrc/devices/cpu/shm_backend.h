@@ -55,7 +55,7 @@ class ShmBackend : public CollectiveBackend {
                    Stream* stream) override;
   bool ReducesSpans() const override { return true; }
   Status AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
-                        Stream* stream) override;
+                        double postscale, Stream* stream) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank,
                     Stream* stream) override;
   Status Broadcast(void* buffer, int64_t bytes, int root, Stream* stream) override;
@@ -76,7 +76,8 @@ class ShmBackend : public CollectiveBackend {
   // barrier]). `op` names the collective in the error message.
   Status Sync(const char* op);
   // NOTE [shm small allreduce]; the concatenation of the spans fits a half.
-  Status AllreduceSmall(const std::vector<Span>& spans, DataType dtype, ReduceOp op);
+  Status AllreduceSmall(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
+                        double postscale);
   // Refuses work after a failure; validates a per-rank vector's length.
   Status Check(const char* op, size_t per_rank_entries) const;
   // Starts a step: returns the half index (0/1) that this step uses.

@@ -8,8 +8,9 @@
 //   3. copies the peers' reduced slices of chunk j - 2 from their previous
 //      half (slot q of rank q's half) into its buffer;
 //   2. folds its own input slice r of chunk j - 1 (private memory) with slot
-//      r of every peer's previous half, writing the result into its buffer
-//      and into slot r of its own current half;
+//      r of every peer's previous half, writing the result (times the
+//      postscale, if any) into its buffer and into slot r of its own
+//      current half;
 //   1. publishes its input slices q != r of chunk j into slot q of its
 //      current half;
 // then passes one barrier; after the last step (j = chunks) it copies out
@@ -108,7 +109,7 @@ class SpanCursor {
 }  // namespace
 
 Status ShmBackend::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op, Stream* s) {
-  return AllreduceSpans({Span{buffer, buffer, count}}, dtype, op, s);
+  return AllreduceSpans({Span{buffer, buffer, count}}, dtype, op, 1.0, s);
 }
 
 // NOTE [shm allreduce] over the concatenation of the spans, each read and
@@ -116,7 +117,7 @@ Status ShmBackend::Allreduce(void* buffer, int64_t count, DataType dtype, Reduce
 // the outputs, so in place, out of place and several tensors (a fused
 // response) cost the same memory passes as one in-place buffer.
 Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
-                                  Stream*) {
+                                  double postscale, Stream*) {
   HVDA_RETURN_IF_ERROR(Check("allreduce", size_));
   if (!IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("shm backend: allreduce does not support ") +
@@ -129,13 +130,16 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
     return static_cast<const char*>(s.in) + first * esize;
   };
   auto out = [esize](const Span& s, int64_t first) { return static_cast<char*>(s.out) + first * esize; };
+  const bool scaled = postscale != 1.0;
   if (size_ == 1) {
-    for (const Span& s : spans)
+    for (const Span& s : spans) {
       if (s.in != s.out) CopyBytes(s.out, s.in, s.count * esize);
+      if (scaled) Scale(s.out, s.count, dtype, postscale);
+    }
     return Status::OK();
   }
   if (count * esize * size_ <= kSmallAllreduceReadBytes && count * esize <= half_bytes_)
-    return AllreduceSmall(spans, dtype, op);
+    return AllreduceSmall(spans, dtype, op, postscale);
   // Slice q of every chunk sits in slot q of a half, slot_elems long.
   const int64_t slot_elems = SlotElems(std::min(half_bytes_, kAllreduceChunkBytes), size_, esize);
   const int64_t chunk_max = slot_elems * size_;
@@ -182,6 +186,7 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
           for (int p = 0; p < size_; ++p)
             srcs[p] = p == rank_ ? in(s, first + b) : slot(p, prev, rank_, lo, at + b);
           ReduceN(out(s, first + b), srcs.data(), size_, m, dtype, op);
+          if (scaled) Scale(out(s, first + b), m, dtype, postscale);
           publish(slot(rank_, h, rank_, lo, at + b), out(s, first + b), m * esize);
         }
       });
@@ -213,7 +218,8 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
 // algorithm had the lower block median in 53 of 72 pairs at np 2 and 23 of
 // 24 at np 3; the runs are in docs/design/shm_backend.md. Larger buffers
 // were not measured: kSmallAllreduceReadBytes bounds what a rank reads.
-Status ShmBackend::AllreduceSmall(const std::vector<Span>& spans, DataType dtype, ReduceOp op) {
+Status ShmBackend::AllreduceSmall(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
+                                  double postscale) {
   const int64_t esize = DataTypeSize(dtype);
   const int h = NextHalf();
   int64_t total = 0;
@@ -230,6 +236,7 @@ Status ShmBackend::AllreduceSmall(const std::vector<Span>& spans, DataType dtype
   for (const Span& s : spans) {
     for (int p = 0; p < size_; ++p) srcs[p] = p == rank_ ? s.in : Half(p, h) + at;
     ReduceN(s.out, srcs.data(), size_, s.count, dtype, op);
+    if (postscale != 1.0) Scale(s.out, s.count, dtype, postscale);
     at += s.count * esize;
   }
   return Status::OK();
