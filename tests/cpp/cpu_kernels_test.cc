@@ -13,7 +13,7 @@
 #include "devices/cpu/host_device.h"
 #include "devices/cpu/reduce_kernels.h"
 #include "devices/cpu/shm_ranges.h"
-#include "devices/cpu/shm_publish_modes.h"
+#include "devices/cpu/shm_copy_modes.h"
 #include "devices/cpu/shm_stream_copy.h"
 
 namespace hvda {
@@ -196,48 +196,67 @@ TEST(ShmStreamCopy, CopiesExactlyTheRangeAtEveryAlignment) {
   shm::StreamBytes(nullptr, nullptr, 0);  // nothing to copy: pointers untouched
 }
 
-// NOTE [Adaptive publish]: measures ordinary then streaming stores, uses the
-// faster, re-measures the other every kExploreEvery operations of a size
-// class, and follows the machine when the other becomes faster.
-TEST(ShmPublishModes, UsesTheFasterModeAndReMeasuresTheOther) {
+// NOTE [Adaptive copies]: measures every arm once, uses the fastest,
+// re-measures the others in turn every kExploreEvery operations of a size
+// class, and follows the machine when another arm becomes faster.
+TEST(ShmCopyModes, UsesTheFastestArmAndReMeasuresTheOthers) {
   using std::chrono::nanoseconds;
-  shm::PublishModes modes;
+  constexpr uint64_t kEvery = shm::CopyModes::kExploreEvery;
   const int64_t mib = 1 << 20;
-  // Small operations: always ordinary, never timed.
+  shm::CopyModes modes(/*stream_outputs_from=*/8 * mib);
+  // Small operations: ordinary copies, never timed.
   for (int i = 0; i < 100; ++i) {
-    const auto c = modes.Choose(shm::kStreamPublishMinBytes - 1);
-    EXPECT_EQ(c.copy, &shm::CopyBytes);
+    const auto c = modes.Choose(shm::kAdaptiveMinBytes - 1, true);
+    EXPECT_EQ(c.publish, &shm::CopyBytes);
+    EXPECT_EQ(c.output, &shm::CopyBytes);
     EXPECT_FALSE(c.record);
   }
-  // A fake machine: streaming costs 1 ns/byte, ordinary 3 (a slow phase).
-  double ordinary_cost = 3, streamed_cost = 1;
-  auto run = [&](int64_t bytes) {
-    const auto c = modes.Choose(bytes);
-    EXPECT_EQ(c.copy, c.streamed ? &shm::StreamBytes : &shm::CopyBytes);
-    const double cost = c.streamed ? streamed_cost : ordinary_cost;
-    modes.Record(c, bytes, nanoseconds(static_cast<int64_t>(cost * bytes)));
-    return c.streamed;
+  // A fake machine: ns per byte of each arm (bit 0: streamed publishing,
+  // bit 1: streamed outputs).
+  double cost[4] = {3, 1, 2, 4};
+  auto run = [&](int64_t bytes, bool outputs) {
+    const auto c = modes.Choose(bytes, outputs);
+    EXPECT_EQ(c.publish, c.arm & 1 ? &shm::StreamBytes : &shm::CopyBytes);
+    EXPECT_EQ(c.output, c.arm & 2 ? &shm::StreamBytes : &shm::CopyBytes);
+    modes.Record(c, bytes, nanoseconds(static_cast<int64_t>(cost[c.arm] * bytes)));
+    return c.arm;
   };
-  EXPECT_FALSE(run(mib));  // warm-up, not measured
-  EXPECT_EQ(modes.Estimate(mib, false), 0);
-  EXPECT_FALSE(run(mib));  // measures ordinary
-  EXPECT_TRUE(run(mib));   // measures streaming
-  EXPECT_DOUBLE_EQ(modes.Estimate(mib, false), 3);
-  EXPECT_DOUBLE_EQ(modes.Estimate(mib, true), 1);
-  // Streaming from now on, except one re-measuring op per kExploreEvery.
-  int ordinary_ops = 0;
-  for (uint64_t i = 3; i < 3 * shm::PublishModes::kExploreEvery; ++i) ordinary_ops += !run(mib);
-  EXPECT_EQ(ordinary_ops, 3);
-  // Another size class keeps its own measurements: it starts over.
-  EXPECT_FALSE(run(16 * mib));
-  EXPECT_EQ(modes.Estimate(16 * mib, true), 0);
-  // The machine changes phase: ordinary stores become the faster. The next
-  // re-measurement replaces the stale estimate, and ordinary takes over.
-  ordinary_cost = 0.5;
+  // 1 MiB is below stream_outputs_from: two arms only.
+  EXPECT_EQ(run(mib, true), 0);  // warm-up, not measured
+  EXPECT_EQ(modes.Estimate(mib, 0), 0);
+  EXPECT_EQ(run(mib, true), 0);  // measures each arm once
+  EXPECT_EQ(run(mib, true), 1);
+  EXPECT_DOUBLE_EQ(modes.Estimate(mib, 0), 3);
+  EXPECT_DOUBLE_EQ(modes.Estimate(mib, 1), 1);
+  int others = 0;
+  for (uint64_t i = 3; i < 3 * kEvery; ++i) {
+    const int arm = run(mib, true);
+    EXPECT_LT(arm, 2);
+    others += arm != 1;
+  }
+  EXPECT_EQ(others, 3);  // one re-measurement per kExploreEvery
+  // 16 MiB may stream its outputs: four arms, each measured, then the
+  // fastest (arm 1), with the three others re-measured in turn.
+  const int64_t big = 16 * mib;
+  EXPECT_EQ(run(big, true), 0);
+  for (int a = 0; a < 4; ++a) EXPECT_EQ(run(big, true), a);
+  int seen[4] = {0, 0, 0, 0};
+  for (uint64_t i = 5; i < 5 + 3 * kEvery; ++i) ++seen[run(big, true)];
+  EXPECT_EQ(seen[0] + seen[2] + seen[3], 3);
+  EXPECT_EQ(seen[0], 1);
+  EXPECT_EQ(seen[2], 1);
+  EXPECT_EQ(seen[3], 1);
+  // An operation that writes no outputs from the segments (another
+  // collective) is offered the two publishing arms only.
+  shm::CopyModes gather(8 * mib);
+  for (int i = 0; i < 100; ++i) EXPECT_LT(gather.Choose(big, false).arm, 2);
+  // The machine changes phase: arm 2 becomes the fastest. The next
+  // re-measurement of it replaces the stale estimate, and it takes over.
+  cost[2] = 0.5;
   int i = 0;
-  while (run(mib)) ASSERT_LT(++i, static_cast<int>(shm::PublishModes::kExploreEvery)) << "never re-measured";
-  EXPECT_DOUBLE_EQ(modes.Estimate(mib, false), 0.5);
-  for (int k = 0; k < 10; ++k) EXPECT_FALSE(run(mib + k)) << k;
+  while (run(big, true) != 2) ASSERT_LT(++i, static_cast<int>(4 * kEvery)) << "never re-measured";
+  EXPECT_DOUBLE_EQ(modes.Estimate(big, 2), 0.5);
+  for (int k = 0; k < 10; ++k) EXPECT_EQ(run(big + k, true), 2) << k;
 }
 
 }  // namespace

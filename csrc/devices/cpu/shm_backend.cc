@@ -13,7 +13,7 @@
 #include "common/store/store.h"
 #include "devices/cpu/reduce_kernels.h"
 #include "devices/cpu/shm_ranges.h"
-#include "devices/cpu/shm_publish_modes.h"
+#include "devices/cpu/shm_copy_modes.h"
 #include "devices/cpu/shm_stream_copy.h"
 
 namespace hvda {
@@ -52,7 +52,13 @@ ShmBackend::ShmBackend(const CommunicatorSpec& spec, int64_t segment_bytes)
       half_bytes_(std::max<int64_t>(segment_bytes, 4096 * spec.size) / 2 / 64 * 64),
       segments_(spec.size),
       control_(spec.size, nullptr),
-      data_(spec.size, nullptr) {}
+      data_(spec.size, nullptr),
+      // NOTE [Streamed outputs] in shm_reduce.cc.
+      allreduce_copies_(shm::LastLevelCacheBytes() / 4),
+      reducescatter_copies_(shm::LastLevelCacheBytes() / 4),
+      allgather_copies_(shm::LastLevelCacheBytes() / 4),
+      broadcast_copies_(shm::LastLevelCacheBytes() / 4),
+      alltoall_copies_(shm::LastLevelCacheBytes() / 4) {}
 
 Status ShmBackend::Create(const CommunicatorSpec& spec, int64_t segment_bytes,
                           std::unique_ptr<CollectiveBackend>* out) {
@@ -161,11 +167,11 @@ Status ShmBackend::Broadcast(void* buffer, int64_t bytes, int root, Stream*) {
                                    " is not a rank of this communicator of " +
                                    std::to_string(size_) + ".");
   char* buf = static_cast<char*>(buffer);
-  const shm::TimedPublish publish(&publish_modes_, bytes);
+  const shm::TimedCopies copies(&broadcast_copies_, bytes, false);
   for (int64_t off = 0; off < bytes && size_ > 1; off += half_bytes_) {
     const int64_t len = std::min(half_bytes_, bytes - off);
     const int h = NextHalf();
-    if (rank_ == root) publish(Half(root, h), buf + off, len);
+    if (rank_ == root) copies.Publish(Half(root, h), buf + off, len);
     HVDA_RETURN_IF_ERROR(Sync("broadcast"));
     if (rank_ != root) CopyBytes(buf + off, Half(root, h), len);
   }
@@ -181,10 +187,10 @@ Status ShmBackend::Allgatherv(const void* in, void* out,
   if (bytes_per_rank[rank_] > 0) CopyBytes(dst + offset[rank_], src, bytes_per_rank[rank_]);
   if (size_ == 1) return Status::OK();
   const int64_t most = *std::max_element(bytes_per_rank.begin(), bytes_per_rank.end());
-  const shm::TimedPublish publish(&publish_modes_, bytes_per_rank[rank_]);
+  const shm::TimedCopies copies(&allgather_copies_, bytes_per_rank[rank_], false);
   for (int64_t off = 0; off < most; off += half_bytes_) {
     const int h = NextHalf();
-    publish(Half(rank_, h), src + off, Clamp(bytes_per_rank[rank_] - off, half_bytes_));
+    copies.Publish(Half(rank_, h), src + off, Clamp(bytes_per_rank[rank_] - off, half_bytes_));
     HVDA_RETURN_IF_ERROR(Sync("allgatherv"));
     for (int p = 0; p < size_; ++p)
       if (p != rank_)
@@ -214,8 +220,8 @@ Status ShmBackend::Alltoallv(const void* in, const std::vector<int64_t>& send_by
     if (d != rank_) my_most = std::max(my_most, send_bytes[d]);
   int64_t steps = 1;
   // What this rank publishes: everything it sends to other ranks.
-  const shm::TimedPublish publish(&publish_modes_,
-                                  soff.back() + send_bytes.back() - send_bytes[rank_]);
+  const shm::TimedCopies copies(&alltoall_copies_,
+                                soff.back() + send_bytes.back() - send_bytes[rank_], false);
   for (int64_t j = 0; j < steps; ++j) {
     const int h = NextHalf();
     const int64_t off = j * region;
@@ -223,7 +229,7 @@ Status ShmBackend::Alltoallv(const void* in, const std::vector<int64_t>& send_by
     if (j == 0) CopyBytes(mine, &my_most, sizeof(my_most));
     for (int d = 0; d < size_; ++d)
       if (d != rank_)
-        publish(mine + kHeader + d * region, src + soff[d] + off,
+        copies.Publish(mine + kHeader + d * region, src + soff[d] + off,
                 Clamp(send_bytes[d] - off, region));
     HVDA_RETURN_IF_ERROR(Sync("alltoallv"));
     if (j == 0) {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "common/hal/collective_backend.h"
-#include "devices/cpu/shm_publish_modes.h"
+#include "devices/cpu/shm_copy_modes.h"
 #include "devices/cpu/shm_segment.h"
 #include "devices/cpu/shm_sync.h"
 
@@ -94,7 +94,9 @@ class ShmBackend : public CollectiveBackend {
   std::vector<char*> data_;               // [rank]; data area of each segment
   uint32_t barriers_ = 0;                 // barriers this rank has reached
   ShmWaitState wait_state_;               // NOTE [Shared CPU]
-  shm::PublishModes publish_modes_;       // NOTE [Adaptive publish]
+  // NOTE [Adaptive copies], one per collective (their costs per byte differ).
+  shm::CopyModes allreduce_copies_, reducescatter_copies_, allgather_copies_,
+      broadcast_copies_, alltoall_copies_;
   uint64_t step_ = 0;                     // steps started (NOTE [shm steps])
   bool failed_ = false;
 };

@@ -26,7 +26,7 @@
 #include "devices/cpu/reduce_kernels.h"
 #include "devices/cpu/shm_backend.h"
 #include "devices/cpu/shm_ranges.h"
-#include "devices/cpu/shm_publish_modes.h"
+#include "devices/cpu/shm_copy_modes.h"
 #include "devices/cpu/shm_stream_copy.h"
 
 namespace hvda {
@@ -47,6 +47,16 @@ constexpr int64_t kSmallAllreduceReadBytes = 64 << 10;
 // chunks 17.6 / 20.2 / 14.2 / 11.6, 1 MiB 19.2 / 22.5 / 13.9 / 11.5; 2 MiB
 // chunks (the whole half of the default segment) read 8.4 at 16 MiB.
 constexpr int64_t kAllreduceChunkBytes = 1 << 20;
+
+// NOTE [Streamed outputs]: step 3 writes a rank's outputs long after step 1
+// read the same lines of an in-place buffer (two steps, several chunks of
+// other traffic, later), so for large buffers each line is fetched again
+// before it is overwritten; streaming stores skip that fetch. They also
+// push the result out of the cache, so only operations of at least a
+// quarter of the last-level cache per rank may stream their outputs, and
+// whether they do is measured like the publishing copy (NOTE [Adaptive
+// copies] in shm_copy_modes.h): on the VM we measure on it pays in the
+// normal phase and costs in the slow one.
 
 // The fold of step 2 publishes its result block by block, while the block
 // is still in L1 (a few percent at every size on the same VM).
@@ -146,7 +156,7 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
   const int64_t chunks = (count + chunk_max - 1) / chunk_max;
   const int64_t fold_block = std::max<int64_t>(1, kFoldBlockBytes / esize);
   std::vector<const void*> srcs(size_);
-  const shm::TimedPublish publish(&publish_modes_, count * esize);
+  const shm::TimedCopies copies(&allreduce_copies_, count * esize, true);
   // Slice q of chunk c: returns its length and sets *lo to its first
   // element in the concatenation.
   auto slice_of = [&](int64_t c, int q, int64_t* lo) {
@@ -166,7 +176,7 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
       int64_t lo;
       const int64_t len = slice_of(c, q, &lo);
       all.ForEach(lo, len, [&](const Span& s, int64_t first, int64_t n, int64_t at) {
-        CopyBytes(out(s, first), slot(q, h, q, lo, at), n * esize);
+        copies.Output(out(s, first), slot(q, h, q, lo, at), n * esize);
       });
     }
   };
@@ -187,7 +197,7 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
             srcs[p] = p == rank_ ? in(s, first + b) : slot(p, prev, rank_, lo, at + b);
           ReduceN(out(s, first + b), srcs.data(), size_, m, dtype, op);
           if (scaled) Scale(out(s, first + b), m, dtype, postscale);
-          publish(slot(rank_, h, rank_, lo, at + b), out(s, first + b), m * esize);
+          copies.Publish(slot(rank_, h, rank_, lo, at + b), out(s, first + b), m * esize);
         }
       });
     }
@@ -197,12 +207,13 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
         int64_t lo;
         const int64_t len = slice_of(j, q, &lo);
         all.ForEach(lo, len, [&](const Span& s, int64_t first, int64_t n, int64_t at) {
-          publish(slot(rank_, h, q, lo, at), in(s, first), n * esize);
+          copies.Publish(slot(rank_, h, q, lo, at), in(s, first), n * esize);
         });
       }
     HVDA_RETURN_IF_ERROR(Sync("allreduce"));
   }
   copy_out(chunks - 1, h);
+  copies.FinishOutputs();
   return Status::OK();
 }
 
@@ -224,10 +235,10 @@ Status ShmBackend::AllreduceSmall(const std::vector<Span>& spans, DataType dtype
   const int h = NextHalf();
   int64_t total = 0;
   for (const Span& s : spans) total += s.count * esize;
-  const shm::TimedPublish publish(&publish_modes_, total);
+  const shm::TimedCopies copies(&allreduce_copies_, total, false);
   int64_t at = 0;  // byte offset of the current span in the concatenation
   for (const Span& s : spans) {
-    publish(Half(rank_, h) + at, s.in, s.count * esize);
+    copies.Publish(Half(rank_, h) + at, s.in, s.count * esize);
     at += s.count * esize;
   }
   HVDA_RETURN_IF_ERROR(Sync("allreduce"));
@@ -265,14 +276,14 @@ Status ShmBackend::Reducescatter(const void* in, void* out,
   std::vector<const void*> srcs(size_);
   // What this rank publishes: its input for every other rank's segment.
   const int64_t published = first.back() + counts_per_rank.back() - counts_per_rank[rank_];
-  const shm::TimedPublish publish(&publish_modes_, published * esize);
+  const shm::TimedCopies copies(&reducescatter_copies_, published * esize, false);
   for (int64_t off = 0; off < most; off += region) {
     const int h = NextHalf();
     char* mine = Half(rank_, h);
     auto len = [&](int q) { return Clamp(counts_per_rank[q] - off, region); };
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
-        publish(mine + q * region * esize, src + (first[q] + off) * esize, len(q) * esize);
+        copies.Publish(mine + q * region * esize, src + (first[q] + off) * esize, len(q) * esize);
     HVDA_RETURN_IF_ERROR(Sync("reducescatter"));
     const int64_t own = len(rank_);
     if (own > 0) {

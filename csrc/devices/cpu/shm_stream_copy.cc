@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include <unistd.h>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -49,6 +51,18 @@ void StreamBytes(void* dst, const void* src, int64_t len) { CopyBytes(dst, src, 
 
 void StoreFence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 #endif
+
+int64_t LastLevelCacheBytes() {
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) return l3;
+#endif
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 > 0) return l2;
+#endif
+  return int64_t{32} << 20;
+}
 
 }  // namespace shm
 }  // namespace cpu

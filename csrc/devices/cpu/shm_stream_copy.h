@@ -13,7 +13,7 @@
 //   normal phase: 4 KiB 8.7 / 5.6, 64 KiB 13.6 / 17.6, 1 MiB 19.8 / 24.4, 16 MiB 7.0 / 18.5;
 //   slow phase:   4 KiB 3.7 / 5.3, 64 KiB 3.8 / 17.8, 1 MiB 4.2 / 25.6, 16 MiB 5.4 / 15.1.
 // Which of the two an operation uses is decided from measurements (NOTE
-// [Adaptive publish] in shm_publish_modes.h): in the normal phase, ordinary
+// [Adaptive copies] in shm_copy_modes.h): in the normal phase, ordinary
 // stores are faster inside a whole collective from 1 MiB up.
 #pragma once
 
@@ -32,6 +32,10 @@ void StreamBytes(void* dst, const void* src, int64_t len);
 // Orders every earlier store of this thread, streaming ones included, before
 // every later one.
 void StoreFence();
+
+// Bytes of this CPU's last-level cache (sysconf), or 32 MiB if the system
+// does not say.
+int64_t LastLevelCacheBytes();
 
 // StreamBytes or CopyBytes (shm_ranges.h).
 using CopyFn = void (*)(void* dst, const void* src, int64_t len);
