@@ -53,12 +53,12 @@ ShmBackend::ShmBackend(const CommunicatorSpec& spec, int64_t segment_bytes)
       segments_(spec.size),
       control_(spec.size, nullptr),
       data_(spec.size, nullptr),
-      large_allreduce_bytes_(shm::LastLevelCacheBytes() / 4),
-      allreduce_copies_(large_allreduce_bytes_),
-      reducescatter_copies_(large_allreduce_bytes_),
-      allgather_copies_(large_allreduce_bytes_),
-      broadcast_copies_(large_allreduce_bytes_),
-      alltoall_copies_(large_allreduce_bytes_) {}
+      // NOTE [Streamed outputs] in shm_reduce.cc.
+      allreduce_copies_(shm::LastLevelCacheBytes() / 4),
+      reducescatter_copies_(shm::LastLevelCacheBytes() / 4),
+      allgather_copies_(shm::LastLevelCacheBytes() / 4),
+      broadcast_copies_(shm::LastLevelCacheBytes() / 4),
+      alltoall_copies_(shm::LastLevelCacheBytes() / 4) {}
 
 Status ShmBackend::Create(const CommunicatorSpec& spec, int64_t segment_bytes,
                           std::unique_ptr<CollectiveBackend>* out) {

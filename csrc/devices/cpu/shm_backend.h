@@ -94,10 +94,6 @@ class ShmBackend : public CollectiveBackend {
   std::vector<char*> data_;               // [rank]; data area of each segment
   uint32_t barriers_ = 0;                 // barriers this rank has reached
   ShmWaitState wait_state_;               // NOTE [Shared CPU]
-  // A quarter of the last-level cache: allreduces from this many bytes per
-  // rank may stream their outputs (NOTE [Streamed outputs]) and take
-  // kLargeAllreduceChunkBytes chunks (shm_reduce.cc).
-  int64_t large_allreduce_bytes_;
   // NOTE [Adaptive copies], one per collective (their costs per byte differ).
   shm::CopyModes allreduce_copies_, reducescatter_copies_, allgather_copies_,
       broadcast_copies_, alltoall_copies_;

@@ -47,12 +47,6 @@ constexpr int64_t kSmallAllreduceReadBytes = 64 << 10;
 // chunks 17.6 / 20.2 / 14.2 / 11.6, 1 MiB 19.2 / 22.5 / 13.9 / 11.5; 2 MiB
 // chunks (the whole half of the default segment) read 8.4 at 16 MiB.
 constexpr int64_t kAllreduceChunkBytes = 1 << 20;
-// Allreduces of at least a quarter of the last-level cache per rank
-// (ShmBackend::large_allreduce_bytes_) take smaller chunks: at 16 MiB,
-// 512 KiB chunks read 14.6 GB/s against 14.1 for 1 MiB (higher in 4 of 4
-// interleaved pairs, same VM, normal phase, with NOTE [Streamed outputs]
-// in effect); 768 KiB 14.1; at 64 MiB all three read 11.8-11.9.
-constexpr int64_t kLargeAllreduceChunkBytes = 512 << 10;
 
 // NOTE [Streamed outputs]: step 3 writes a rank's outputs long after step 1
 // read the same lines of an in-place buffer (two steps, several chunks of
@@ -157,9 +151,7 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
   if (count * esize * size_ <= kSmallAllreduceReadBytes && count * esize <= half_bytes_)
     return AllreduceSmall(spans, dtype, op, postscale);
   // Slice q of every chunk sits in slot q of a half, slot_elems long.
-  const int64_t chunk_bytes =
-      count * esize >= large_allreduce_bytes_ ? kLargeAllreduceChunkBytes : kAllreduceChunkBytes;
-  const int64_t slot_elems = SlotElems(std::min(half_bytes_, chunk_bytes), size_, esize);
+  const int64_t slot_elems = SlotElems(std::min(half_bytes_, kAllreduceChunkBytes), size_, esize);
   const int64_t chunk_max = slot_elems * size_;
   const int64_t chunks = (count + chunk_max - 1) / chunk_max;
   const int64_t fold_block = std::max<int64_t>(1, kFoldBlockBytes / esize);
