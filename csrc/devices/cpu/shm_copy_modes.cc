@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "devices/cpu/shm_ranges.h"
-
 namespace hvda {
 namespace cpu {
 namespace shm {

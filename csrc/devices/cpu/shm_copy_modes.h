@@ -12,7 +12,8 @@
 // streaming publishing wins by 3-7x at every size from 64 KiB (peers read
 // from memory). Streamed outputs gain 5-10% at 16-64 MiB in the normal phase
 // and lose 20% at 16 MiB in the slow one. Measured on one 2-vCPU VM,
-// 2026-11-26, allreduce busbw at np 2 (GB/s):
+// 2026-11-26, allreduce busbw at np 2 (GB/s; medians of 2-4 interleaved
+// runs of env-switched variants of one build, per variant and phase):
 //   publish ordinary / streamed, normal phase: 64 KiB 4.7 / 5.3, 1 MiB 17.8 / 11.5,
 //     16 MiB 9.3 / 8.1, 64 MiB 9.0 / 6.7; slow phase: 1-64 MiB ~2.1 / 9.6-14.1;
 //   outputs ordinary / streamed (1 MiB chunks), normal phase: 16 MiB 13.7 / 14.4,
@@ -111,7 +112,7 @@ class TimedCopies {
   // Call once the outputs are written: fences streamed outputs, so that
   // whoever the caller hands them to sees them.
   void FinishOutputs() const {
-    if (choice_.output != &CopyBytes) StoreFence();
+    if (choice_.arm & 2) StoreFence();
   }
 
  private:

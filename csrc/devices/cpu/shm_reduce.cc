@@ -27,7 +27,6 @@
 #include "devices/cpu/shm_backend.h"
 #include "devices/cpu/shm_ranges.h"
 #include "devices/cpu/shm_copy_modes.h"
-#include "devices/cpu/shm_stream_copy.h"
 
 namespace hvda {
 namespace cpu {
