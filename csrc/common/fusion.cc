@@ -1,5 +1,7 @@
 #include "common/fusion.h"
 
+#include <iterator>
+
 namespace hvda {
 namespace {
 
@@ -38,8 +40,11 @@ void FuseResponses(std::vector<Response>* responses, int64_t threshold_bytes) {
         if (bytes + cb > threshold_bytes) continue;
         bytes += cb;
         taken[j] = true;
-        group.names.insert(group.names.end(), c.names.begin(), c.names.end());
-        group.shapes.insert(group.shapes.end(), c.shapes.begin(), c.shapes.end());
+        // c is taken: its names and shapes move into the group.
+        group.names.insert(group.names.end(), std::make_move_iterator(c.names.begin()),
+                           std::make_move_iterator(c.names.end()));
+        group.shapes.insert(group.shapes.end(), std::make_move_iterator(c.shapes.begin()),
+                            std::make_move_iterator(c.shapes.end()));
       }
     }
     out.push_back(std::move(group));

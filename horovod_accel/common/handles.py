@@ -6,12 +6,12 @@ for grouped ops), the framework objects whose memory the core reads or
 writes (kept alive until the op completes), and a `finish(works)` callable
 that builds the result (e.g. wraps a zero-copy allgather output). An adapter
 only converts tensors; naming, the handle table and waiting live here.
-The per-op fast path (`submit_one`: one named tensor whose result needs no
-finish) returns the core `Work` itself as the handle and keeps (keep, result)
-beside it in the table: a Handle object, its list and its attribute reads
-were about a sixth of a small allreduce_async_ + synchronize (np 1, one
-2-core VM: 3.42 -> 2.96 us per op). Users only
-pass handles to poll()/synchronize(), as upstream's integer handles.
+The per-op fast path (`submit_allreduce`: one named allreduce whose result
+needs no finish) returns the core `Work` itself as the handle and keeps the
+result (or a `KeepAlive`) beside it in the table: a Handle object, its list
+and its attribute reads were about a sixth of a small allreduce_async_ +
+synchronize (np 1, one 2-core VM: 3.42 -> 2.96 us per op). Users only pass
+handles to poll()/synchronize(), as upstream's integer handles.
 
 Every handle stays in the process's `HandleTable` until `synchronize()`
 collects it, like upstream's `_handle_map`: an op whose handle the user
@@ -55,6 +55,18 @@ class Handle:
         return f"<horovod handle {self.name}>"
 
 
+class KeepAlive:
+    """A fast-path table entry (submit_allreduce) whose result is not the only
+    object the core works on: `keep` stays alive until the op completes,
+    synchronize() returns `result`."""
+
+    __slots__ = ("keep", "result")
+
+    def __init__(self, keep, result):
+        self.keep = keep
+        self.result = result
+
+
 class HandleTable:
     """Pending handles and per-(op, process set) counters of unnamed ops."""
 
@@ -63,9 +75,11 @@ class HandleTable:
         # number until its enqueue returned, so concurrent threads never draw
         # the same number and a rejected op gives its number back.
         self._naming = threading.Lock()
-        # Handle -> True, or (per-op fast path) core Work -> (keep, result).
-        # Single dict operations are atomic under the GIL, so the per-op path
-        # (add, contains, discard) takes no lock.
+        # Handle -> True, or (per-op fast path) core Work -> its result, or a
+        # KeepAlive. Single dict operations are atomic under the GIL, so the
+        # per-op path (add, contains, discard) takes no lock. The same dict
+        # lives as long as the table (reset() clears it), so the per-op
+        # functions below hold it in a module global.
         self._pending = {}
         self._noname = {}
         self._epoch = 0
@@ -104,24 +118,6 @@ class HandleTable:
         self._pending[handle] = True
         return handle
 
-    def submit_one(self, op, name, process_set_id, enqueue, args, keep, result):
-        """submit() for the per-op fast path: one tensor, finish=None (the
-        result is `result`), enqueue(core_name, *args) -> Work. Same naming and
-        errors as submit(). Written out without helper calls: this is most of
-        the Python cost of a small allreduce_async_ (benchmarks/allreduce.py's
-        async batch)."""
-        if name is None:
-            return self.submit(op, name, process_set_id, enqueue, keep, None, args=args,
-                               result=result)
-        try:  # _call_enqueue's translation, inline: one call less per op
-            work = enqueue(f"{op}.{name}", *args)
-        except ValueError:
-            raise
-        except RuntimeError as e:
-            raise HorovodInternalError(str(e)) from e
-        self._pending[work] = (keep, result)
-        return work
-
     def submit_internal(self, handle_name, enqueue, keep, finish):
         """Like submit() for ops whose core names are fixed (join, barrier,
         empty groups): enqueue() -> Work or list[Work]."""
@@ -150,7 +146,7 @@ class HandleTable:
 
     def reset(self):
         with self._naming:
-            self._pending = {}
+            self._pending.clear()
             self._noname = {}
             self._epoch = 0
 
@@ -195,8 +191,29 @@ def _call_enqueue(enqueue, *args):
 HANDLES = HandleTable()
 DEFAULT_RUNTIME.add_reset_listener(HANDLES.reset)
 submit = HANDLES.submit
-submit_one = HANDLES.submit_one
 submit_internal = HANDLES.submit_internal
+_PENDING = HANDLES._pending
+
+
+def submit_allreduce(op, name, enqueue, process_set_id, input_ptr, output_ptr, dtype, shape,
+                     device, reduce_op, prescale, postscale, entry):
+    """The per-op fast path of a named allreduce (the adapters' common case):
+    enqueue(core_name, process_set_id, input_ptr, output_ptr, dtype, shape,
+    device, reduce_op, prescale, postscale) -> Work, with the core name
+    "<op>.<name>" (op: "allreduce"); the Work is the handle. `entry`: what synchronize()
+    returns, which must also keep every buffer the core uses alive (the
+    in-place tensor), or a KeepAlive. Same errors as submit(). Positional
+    and without helper calls: this is most of the Python cost of a small
+    allreduce_async_ (benchmarks/allreduce.py's async batch)."""
+    try:
+        work = enqueue(f"{op}.{name}", process_set_id, input_ptr, output_ptr, dtype, shape,
+                       device, reduce_op, prescale, postscale)
+    except ValueError:
+        raise
+    except RuntimeError as e:
+        raise HorovodInternalError(str(e)) from e
+    _PENDING[work] = entry
+    return work
 
 
 def poll(handle):
@@ -205,7 +222,7 @@ def poll(handle):
     synchronized or was not returned by a Horovod op."""
     if not HANDLES.contains(handle):
         raise ValueError(f"Handle {handle!r} was not created or has been cleared (synchronized).")
-    if handle.__class__ is not Handle:  # a core Work (submit_one)
+    if handle.__class__ is not Handle:  # a core Work (submit_allreduce)
         return handle.is_completed()
     return all(w.is_completed() for w in handle._works)
 
@@ -217,7 +234,7 @@ def synchronize(handle):
     Raises HorovodInternalError if the collective failed (a cross-rank
     mismatch, a deadlock, a lost peer, shutdown). Returns None for a handle
     that is unknown or already synchronized (as upstream)."""
-    pending = HANDLES._pending
+    pending = _PENDING
     try:
         entry = pending.get(handle)
     except TypeError:  # unhashable: not a handle
@@ -225,8 +242,9 @@ def synchronize(handle):
     if entry is None:
         return None
     if handle.__class__ is not Handle:
-        # The per-op fast path (submit_one): the handle is the core Work and
-        # entry is (keep, result); one call waits, checks and frees the name.
+        # The per-op fast path (submit_allreduce): the handle is the core Work
+        # and entry its result or a KeepAlive; one call waits, checks and
+        # frees the name.
         try:
             while not handle.finish(_WAIT_SLICE_SECONDS):
                 pass
@@ -234,7 +252,7 @@ def synchronize(handle):
             pending.pop(handle, None)
             raise HorovodInternalError(str(e)) from e
         pending.pop(handle, None)
-        return entry[1]
+        return entry.result if entry.__class__ is KeepAlive else entry
     works = handle._works
     error = None
     # A KeyboardInterrupt while waiting leaves the handle pending (and its

@@ -21,7 +21,8 @@ from horovod_accel.common.util import get_average_backwards_compatibility_fun
 from horovod_accel.common.process_sets import ProcessSet, registered_id
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
-from horovod_accel.common.handles import submit, submit_internal, submit_one, synchronize
+from horovod_accel.common.handles import (KeepAlive, submit, submit_allreduce, submit_internal,
+                                          synchronize)
 
 handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(HorovodBasics)
 
@@ -32,52 +33,51 @@ def _check_adasum(op, ps_id):
 
 
 _ADASUM = HorovodBasics.Adasum
+_DTYPE_CODES = _t.DTYPE_CODES
 
 
 def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_factor, process_set):
     # The per-op path of every allreduce, written out for the common case (a
-    # contiguous CPU tensor of a registered process set): no closures, few
-    # calls and allocations. Each op's Python cost and garbage-collector
+    # named, contiguous CPU tensor of a registered process set): no closures,
+    # few calls and allocations. Each op's Python cost and garbage-collector
     # pressure is most of a small allreduce's time (benchmarks/allreduce.py's
     # async batch); every other case takes the general path below, which
     # raises the same errors.
-    ps_id = process_set.process_set_id if process_set.__class__ is ProcessSet else None
-    if (ps_id is not None and isinstance(tensor, torch.Tensor) and tensor.is_cpu
-            and tensor.is_contiguous() and op != _ADASUM):
-        code = _t.DTYPE_CODES.get(tensor.dtype)
-        if code is not None:
+    if (name is not None and process_set.__class__ is ProcessSet
+            and isinstance(tensor, torch.Tensor) and tensor.is_cpu and tensor.is_contiguous()
+            and op != _ADASUM):
+        code = _DTYPE_CODES.get(tensor.dtype)
+        ps_id = process_set.process_set_id  # None: not registered (raised below)
+        if code is not None and ps_id is not None:
             rt = DEFAULT_RUNTIME.enqueue_runtime()
             ptr = tensor.data_ptr()
             if in_place:
-                out, optr = tensor, ptr
+                optr, entry = ptr, tensor
             else:
                 out = _t.new_output(tensor)
-                optr = out.data_ptr()
+                optr, entry = out.data_ptr(), KeepAlive(tensor, out)
             # op and the scale factors go to the binding as given: it takes
             # any int-like op and float-like factor (TypeError otherwise).
-            return submit_one("allreduce", name, ps_id, rt.enqueue_allreduce,
-                              (ps_id, ptr, optr, code, tensor.shape, -1, op, prescale_factor,
-                               postscale_factor),
-                              tensor if in_place else (tensor, out), out)
+            return submit_allreduce("allreduce", name, rt.enqueue_allreduce, ps_id, ptr, optr,
+                                    code, tensor.shape, -1, op, prescale_factor,
+                                    postscale_factor, entry)
     ps_id = registered_id(process_set)
     _check_adasum(op, ps_id)
     rt = DEFAULT_RUNTIME.enqueue_runtime()
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
     inp = _t.as_input(tensor)
-    args_tail = (dtype, inp.shape, device, int(op), float(prescale_factor), float(postscale_factor))
-    if not in_place:
+    if in_place:
+        # The core writes into `inp`; a non-contiguous tensor's contiguous
+        # copy is copied back into `tensor` at synchronize().
+        out, keep, result = inp, inp, tensor
+        finish = None if inp is tensor else _t.output_for(tensor, inp, True)[1]
+    else:
         out = _t.new_output(inp)
-        return submit_one("allreduce", name, ps_id, rt.enqueue_allreduce,
-                          (ps_id, inp.data_ptr(), out.data_ptr()) + args_tail, (inp, out), out)
-    if inp is tensor:
-        ptr = tensor.data_ptr()
-        return submit_one("allreduce", name, ps_id, rt.enqueue_allreduce,
-                          (ps_id, ptr, ptr) + args_tail, tensor, tensor)
-    # In place on a non-contiguous tensor: reduce the contiguous copy, then
-    # copy the result back into `tensor` at synchronize().
-    _, finish = _t.output_for(tensor, inp, True)
-    return submit("allreduce", name, ps_id, rt.enqueue_allreduce, keep=inp, finish=finish,
-                  args=(ps_id, inp.data_ptr(), inp.data_ptr()) + args_tail)
+        keep, result, finish = (inp, out), out, None
+    return submit("allreduce", name, ps_id, rt.enqueue_allreduce, keep=keep, finish=finish,
+                  result=result,
+                  args=(ps_id, inp.data_ptr(), out.data_ptr(), dtype, inp.shape, device, int(op),
+                        float(prescale_factor), float(postscale_factor)))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,

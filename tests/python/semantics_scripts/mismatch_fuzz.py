@@ -412,10 +412,10 @@ def same_core_prefix(prefix):
     deadlock kind). To reach the coordinator's check that one name is used
     by one collective, the op modules' submit() is given a fixed prefix, so
     every rank's op gets the core name '<prefix>.<name>'."""
-    # Every submit entry point of the op modules (submit_one: the per-op
-    # fast path of allreduce).
+    # Every submit entry point of the op modules (submit_allreduce: the
+    # per-op fast path of allreduce).
     patched = [(m, attr) for m in (ops_allreduce, ops_gather, ops_alltoall)
-               for attr in ("submit", "submit_one") if hasattr(m, attr)]
+               for attr in ("submit", "submit_allreduce") if hasattr(m, attr)]
     saved = [getattr(m, attr) for m, attr in patched]
 
     def fixed(orig):
