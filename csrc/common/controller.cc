@@ -115,6 +115,9 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
     for (uint64_t gone = ~valid[w]; gone != 0; gone &= gone - 1)
       cache_.Erase(static_cast<uint32_t>(w * 64 + __builtin_ctzll(gone)));
   std::vector<Response> hits;
+  size_t hit_count = 0;
+  for (size_t w = 0; w < words; ++w) hit_count += __builtin_popcountll(hit[w] & valid[w]);
+  hits.reserve(hit_count);
   for (size_t w = 0; w < words; ++w) {
     for (uint64_t common = hit[w] & valid[w]; common != 0; common &= common - 1) {
       const Response& resp = cache_.Touch(static_cast<uint32_t>(w * 64 + __builtin_ctzll(common)));
