@@ -1,7 +1,5 @@
 #include "common/tensor_queue.h"
 
-#include <algorithm>
-
 namespace hvda {
 
 Status TensorQueue::Add(TensorEntry* entries, size_t n) {
@@ -43,10 +41,6 @@ void TensorQueue::PopNewRequests(std::vector<Request>* out) {
   std::lock_guard<std::mutex> lock(mu_);
   if (out->empty()) {
     out->swap(new_requests_);
-    // The next cycle's requests go into one allocation of this one's size,
-    // not a vector grown step by step while the framework thread enqueues
-    // (each step a large reallocation under mu_).
-    new_requests_.reserve(std::max<size_t>(out->size(), 8));
   } else {
     out->insert(out->end(), new_requests_.begin(), new_requests_.end());
     new_requests_.clear();

@@ -200,12 +200,12 @@ def submit_allreduce(op, name, enqueue, process_set_id, input_ptr, output_ptr, d
     """The per-op fast path of a named allreduce (the adapters' common case):
     enqueue(core_name, process_set_id, input_ptr, output_ptr, dtype, shape,
     device, reduce_op, prescale, postscale) -> Work, with the core name
-    "<op>.<name>" (op: "allreduce"); the Work is the handle. `entry`: what synchronize()
-    returns, which must also keep every buffer the core uses alive (the
-    in-place tensor), or a KeepAlive. Same errors as submit(). Positional
-    and without helper calls: this is most of the Python cost of a small
-    allreduce_async_ (benchmarks/allreduce.py's async batch)."""
-    try:
+    "<op>.<name>" (op: "allreduce"); the Work is the handle. `entry`: what
+    synchronize() returns, which must also keep every buffer the core uses
+    alive (the in-place tensor), or a KeepAlive. Same errors as submit().
+    Positional and without helper calls: this is most of the Python cost of
+    a small allreduce_async_ (benchmarks/allreduce.py's async batch)."""
+    try:  # _call_enqueue's error translation, inline: one call less per op
         work = enqueue(f"{op}.{name}", process_set_id, input_ptr, output_ptr, dtype, shape,
                        device, reduce_op, prescale, postscale)
     except ValueError:

@@ -53,12 +53,9 @@ ShmBackend::ShmBackend(const CommunicatorSpec& spec, int64_t segment_bytes)
       segments_(spec.size),
       control_(spec.size, nullptr),
       data_(spec.size, nullptr),
-      // NOTE [Streamed outputs] in shm_reduce.cc.
-      allreduce_copies_(shm::LastLevelCacheBytes() / 4),
-      reducescatter_copies_(shm::LastLevelCacheBytes() / 4),
-      allgather_copies_(shm::LastLevelCacheBytes() / 4),
-      broadcast_copies_(shm::LastLevelCacheBytes() / 4),
-      alltoall_copies_(shm::LastLevelCacheBytes() / 4) {}
+      // NOTE [Streamed outputs] in shm_reduce.cc: only allreduces copy
+      // outputs out of the segments with a chosen copy.
+      allreduce_copies_(shm::LastLevelCacheBytes() / 4) {}
 
 Status ShmBackend::Create(const CommunicatorSpec& spec, int64_t segment_bytes,
                           std::unique_ptr<CollectiveBackend>* out) {

@@ -31,6 +31,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 
 #include "devices/cpu/shm_ranges.h"
 #include "devices/cpu/shm_stream_copy.h"
@@ -62,8 +63,10 @@ class CopyModes {
 
   // `stream_outputs_from`: operations moving at least this many bytes per
   // rank may stream their outputs (the arms with bit 1); below, only the
-  // publishing copy is chosen and `output` is ordinary.
-  explicit CopyModes(int64_t stream_outputs_from) : stream_outputs_from_(stream_outputs_from) {}
+  // publishing copy is chosen and `output` is ordinary. Collectives that
+  // never pass outputs = true keep the default.
+  explicit CopyModes(int64_t stream_outputs_from = std::numeric_limits<int64_t>::max())
+      : stream_outputs_from_(stream_outputs_from) {}
 
   // The copies for the next operation moving `bytes` per rank; an operation
   // that copies no outputs out of the segments passes outputs = false.
