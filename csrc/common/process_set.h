@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/controller.h"
+#include "common/util/status.h"
 #include "common/executor.h"
 #include "common/tensor_queue.h"
 #include "common/transport/controller_transport.h"
@@ -40,5 +41,13 @@ struct ProcessSetState {
   // Set rank of a global rank, or -1.
   int SetRankOf(int global_rank) const;
 };
+
+// Checks the process sets given to init() against a job of `world_size`
+// ranks, before any peer is contacted (so every rank fails alike, none is
+// left connecting to a peer that already gave up): each set lists distinct
+// ranks in [0, world_size), none is the global set, none is given twice.
+// On success *sorted holds the sets with their ranks sorted, in order.
+Status CheckStaticProcessSets(const std::vector<std::vector<int>>& sets, int world_size,
+                              std::vector<std::vector<int>>* sorted);
 
 }  // namespace hvda

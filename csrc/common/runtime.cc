@@ -132,6 +132,8 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
                                    " and HOROVOD_SIZE=" + std::to_string(topo_.size) +
                                    " are inconsistent; start the job with horovodrun.");
   // Checked before contacting any peer, so a bad value fails fast everywhere.
+  std::vector<std::vector<int>> checked_sets;
+  HVDA_RETURN_IF_ERROR(CheckStaticProcessSets(static_sets, topo_.size, &checked_sets));
   int affinity_core = -1;
   HVDA_RETURN_IF_ERROR(AffinityCoreFor(config_.GetString("HOROVOD_THREAD_AFFINITY"),
                                        topo_.local_rank, &affinity_core));
@@ -227,19 +229,7 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   sets[0] = std::move(global);
   next_set_id_ = 1;
   set_ops_seq_ = 0;
-  for (auto ranks : static_sets) {
-    std::sort(ranks.begin(), ranks.end());
-    const std::string name = ShapeString(std::vector<int64_t>(ranks.begin(), ranks.end()));
-    for (const auto& kv : sets) {
-      if (kv.second->ranks != ranks) continue;
-      if (kv.first == 0)
-        return Status::InvalidArgument(
-            "process set " + name + " given to init() holds every rank: that is the global "
-            "process set (hvd.global_process_set), which always exists; leave it out of "
-            "init(process_sets=...).");
-      return Status::InvalidArgument("process set " + name +
-                                     " was given twice to init(); process sets must be unique.");
-    }
+  for (const auto& ranks : checked_sets) {
     std::unique_ptr<ProcessSetState> ps;
     HVDA_RETURN_IF_ERROR(CreateProcessSet(next_set_id_, ranks, &ps));
     sets[next_set_id_++] = std::move(ps);

@@ -10,6 +10,7 @@
 #include "common/activity_tracker.h"
 #include "common/fusion.h"
 #include "common/message.h"
+#include "common/process_set.h"
 #include "common/response_cache.h"
 #include "common/tensor_queue.h"
 #include "common/timeline.h"
@@ -74,6 +75,28 @@ TEST(Message, ResponseListRoundTripAndCorruption) {
   EXPECT_EQ(back.responses[0].rank_dim0, (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(back.responses[0].error, "boom");
   EXPECT_FALSE(Deserialize(bytes.substr(0, bytes.size() - 3), &back).ok());
+}
+
+TEST(ProcessSets, StaticSetsAreCheckedBeforeAnyPeerIsContacted) {
+  std::vector<std::vector<int>> sorted;
+  ASSERT_TRUE(CheckStaticProcessSets({{1, 0}, {2, 1}}, 3, &sorted).ok());
+  EXPECT_EQ(sorted, (std::vector<std::vector<int>>{{0, 1}, {1, 2}}));
+  ASSERT_TRUE(CheckStaticProcessSets({}, 1, &sorted).ok());
+  EXPECT_TRUE(sorted.empty());
+  struct Bad {
+    std::vector<std::vector<int>> sets;
+    const char* says;
+  };
+  for (const Bad& bad : {Bad{{{0, 1}, {1, 0}}, "given twice"},
+                         Bad{{{2, 0, 1}}, "holds every rank"},
+                         Bad{{{0, 5}}, "distinct ranks in [0, 3)"},
+                         Bad{{{0, 0}}, "distinct ranks"},
+                         Bad{{{-1, 1}}, "distinct ranks"},
+                         Bad{{{}}, "distinct ranks"}}) {
+    Status st = CheckStaticProcessSets(bad.sets, 3, &sorted);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad.says;
+    EXPECT_NE(st.reason().find(bad.says), std::string::npos) << st.reason();
+  }
 }
 
 TEST(ResponseCache, HitMissInvalid) {
