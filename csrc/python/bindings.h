@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include "common/util/status.h"
+#include "python/work_handle.h"
 
 namespace hvda {
 namespace python {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/runtime.h"
+#include "python/work_handle.h"
 
 namespace hvda {
 namespace python {

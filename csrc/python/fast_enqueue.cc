@@ -109,7 +109,7 @@ PyObject* EnqueueAllreduce(PyObject* self, PyObject* const* args, Py_ssize_t nar
     a.op = static_cast<ReduceOp>(Int32Arg(args[7], "op"));
     a.prescale = FloatArg(args[8]);
     a.postscale = FloatArg(args[9]);
-    return py::cast(SubmitOne(rt, std::move(a))).release().ptr();
+    return NewWorkHandle(SubmitOne(rt, std::move(a)));
   } catch (py::error_already_set& e) {
     e.restore();
   } catch (py::builtin_exception& e) {

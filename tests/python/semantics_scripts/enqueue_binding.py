@@ -86,6 +86,27 @@ while not w.finish(1.0):
     pass
 check_equal(run("eb.twice", [4], 4).tolist(), [expected] * 4, "name reused after finish")
 
+# _core.Work (NOTE [Work handle] in csrc/python/work_handle.h): what the
+# handles module calls on it, positionally and by keyword, and the refusals.
+w = rt.enqueue_allreduce("eb.work", 0, y.ctypes.data, y.ctypes.data, F32, [4], -1, SUM, 1.0, 1.0)
+check(w.wait(timeout_seconds=30.0) is True, "Work.wait(timeout_seconds=...) returns True once done")
+check(w.wait() is True and w.is_completed() is True, "Work.wait() without a timeout")
+check("completed" in repr(w), f"repr of a completed Work: {w!r}")
+check(w.output() is None and w.received_splits() == [] and w.join_result() == -1,
+      "an allreduce's Work has no output, splits or join result")
+raises(ValueError, rt.enqueue_allreduce, "eb.work", 0, p, p, F32, [4], -1, SUM, 1.0, 1.0,
+       contains=("already in flight",), what="name held until release_name()")
+w.release_name()
+w.release_name()  # idempotent
+check(w.finish(timeout=1.0) is True, "Work.finish(timeout=...) after release_name()")
+raises(TypeError, w.finish, what="Work.finish() without its timeout")
+raises(TypeError, w.wait, 1.0, 2.0, what="Work.wait() with two arguments")
+raises(TypeError, w.wait, timeout=1.0, what="Work.wait() with finish's keyword")
+raises(TypeError, w.finish, "1", what="Work.finish() with a str timeout")
+raises(TypeError, _core.Work, what="Work() from Python")
+check(len({w: 1}) == 1, "a Work is hashable (handles are dict keys)")
+check_equal(run("eb.work", [4], 4).tolist(), [expected] * 4, "name reused after release_name()")
+
 hvd.shutdown()
 # After shutdown the binding refuses ops instead of touching a dead runtime.
 raises(ValueError, rt.enqueue_allreduce, *good, contains=("not been initialized",),
