@@ -71,7 +71,8 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
       to_send.push_back(p.request);
     }
     HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, stuck, new_params, out));
-    Finish(out);
+    const std::vector<Response> decided = std::move(out->responses);
+    Finish({}, decided, out);
     return Status::OK();
   }
 
@@ -114,7 +115,9 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   for (size_t w = 0; w < words; ++w)
     for (uint64_t gone = ~valid[w]; gone != 0; gone &= gone - 1)
       cache_.Erase(static_cast<uint32_t>(w * 64 + __builtin_ctzll(gone)));
-  std::vector<Response> hits;
+  // Borrowed from the cache: valid until the next Put (only the slow path
+  // puts, and it copies them first).
+  std::vector<const Response*> hits;
   size_t hit_count = 0;
   for (size_t w = 0; w < words; ++w) hit_count += __builtin_popcountll(hit[w] & valid[w]);
   hits.reserve(hit_count);
@@ -122,7 +125,7 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
     for (uint64_t common = hit[w] & valid[w]; common != 0; common &= common - 1) {
       const Response& resp = cache_.Touch(static_cast<uint32_t>(w * 64 + __builtin_ctzll(common)));
       if (timeline_) timeline_->NegotiateEnd(resp.names[0]);
-      hits.push_back(resp);
+      hits.push_back(&resp);
     }
   }
   // The hits executed now leave the pending list in one pass (a slot holds
@@ -140,21 +143,30 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   const bool any_uncached = !(bits[0] & kNoUncachedBit);
   const bool any_params = !(bits[0] & kNoParamsBit);
   if (!any_shutdown && !any_uncached && !all_stuck_ && !any_params) {
-    out->responses = std::move(hits);
     out->joined_count = joined_count_;
-    Finish(out);
+    Finish(hits, {}, out);
     return Status::OK();
   }
+  std::vector<Response> hit_copies;  // the slow path's Puts may move the cache's
+  hit_copies.reserve(hits.size());
+  for (const Response* h : hits) hit_copies.push_back(*h);
+  hits.clear();
+  for (const Response& h : hit_copies) hits.push_back(&h);
   HVDA_RETURN_IF_ERROR(
       SlowPath(std::move(to_send), shutdown_requested, stuck, new_params, out));
-  out->responses.insert(out->responses.begin(), hits.begin(), hits.end());
-  Finish(out);
+  const std::vector<Response> decided = std::move(out->responses);
+  Finish(hits, decided, out);
   return Status::OK();
 }
 
-void Controller::Finish(ResponseList* out) {
-  FuseResponses(&out->responses, options_.tunables ? options_.tunables->fusion_threshold_bytes()
-                                                   : options_.fusion_threshold_bytes);
+void Controller::Finish(const std::vector<const Response*>& hits,
+                        const std::vector<Response>& decided, ResponseList* out) {
+  std::vector<const Response*> parts = hits;
+  for (const Response& r : decided) parts.push_back(&r);
+  FuseResponses(parts,
+                options_.tunables ? options_.tunables->fusion_threshold_bytes()
+                                  : options_.fusion_threshold_bytes,
+                &out->responses);
   if (options_.drives_autotune && coordinator_ && options_.tunables && !out->responses.empty())
     options_.tunables->Record(out->responses, std::chrono::steady_clock::now());
 }

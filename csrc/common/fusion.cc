@@ -1,6 +1,5 @@
 #include "common/fusion.h"
 
-#include <iterator>
 
 namespace hvda {
 namespace {
@@ -23,33 +22,29 @@ int64_t ResponseBytes(const Response& r) {
   return total;
 }
 
-void FuseResponses(std::vector<Response>* responses, int64_t threshold_bytes) {
-  if (threshold_bytes <= 0 || responses->size() < 2) return;
-  std::vector<Response> out;
-  std::vector<bool> taken(responses->size(), false);
-  for (size_t i = 0; i < responses->size(); ++i) {
+void FuseResponses(const std::vector<const Response*>& in, int64_t threshold_bytes,
+                   std::vector<Response>* out) {
+  out->clear();
+  out->reserve(in.size());
+  std::vector<bool> taken(in.size(), false);
+  for (size_t i = 0; i < in.size(); ++i) {
     if (taken[i]) continue;
     taken[i] = true;
-    Response group = std::move((*responses)[i]);
-    if (Fusable(group)) {
-      int64_t bytes = ResponseBytes(group);
-      for (size_t j = i + 1; j < responses->size() && bytes < threshold_bytes; ++j) {
-        Response& c = (*responses)[j];
-        if (taken[j] || !Compatible(group, c)) continue;
-        int64_t cb = ResponseBytes(c);
-        if (bytes + cb > threshold_bytes) continue;
-        bytes += cb;
-        taken[j] = true;
-        // c is taken: its names and shapes move into the group.
-        group.names.insert(group.names.end(), std::make_move_iterator(c.names.begin()),
-                           std::make_move_iterator(c.names.end()));
-        group.shapes.insert(group.shapes.end(), std::make_move_iterator(c.shapes.begin()),
-                            std::make_move_iterator(c.shapes.end()));
-      }
+    out->push_back(*in[i]);
+    Response& group = out->back();  // valid until the next push_back
+    if (threshold_bytes <= 0 || !Fusable(group)) continue;
+    int64_t bytes = ResponseBytes(group);
+    for (size_t j = i + 1; j < in.size() && bytes < threshold_bytes; ++j) {
+      const Response& c = *in[j];
+      if (taken[j] || !Compatible(group, c)) continue;
+      const int64_t cb = ResponseBytes(c);
+      if (bytes + cb > threshold_bytes) continue;
+      bytes += cb;
+      taken[j] = true;
+      group.names.insert(group.names.end(), c.names.begin(), c.names.end());
+      group.shapes.insert(group.shapes.end(), c.shapes.begin(), c.shapes.end());
     }
-    out.push_back(std::move(group));
   }
-  responses->swap(out);
 }
 
 }  // namespace hvda
