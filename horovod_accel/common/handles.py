@@ -234,9 +234,13 @@ def synchronize(handle):
     Raises HorovodInternalError if the collective failed (a cross-rank
     mismatch, a deadlock, a lost peer, shutdown). Returns None for a handle
     that is unknown or already synchronized (as upstream)."""
+    # Taken out of the table first (one dict operation per op); put back if
+    # the wait is interrupted (e.g. KeyboardInterrupt), so the handle stays
+    # pending, its buffers alive and its names reserved, and can still be
+    # synchronized. The entry keeps the buffers alive meanwhile.
     pending = _PENDING
     try:
-        entry = pending.get(handle)
+        entry = pending.pop(handle, None)
     except TypeError:  # unhashable: not a handle
         return None
     if entry is None:
@@ -249,24 +253,26 @@ def synchronize(handle):
             while not handle.finish(_WAIT_SLICE_SECONDS):
                 pass
         except RuntimeError as e:
-            pending.pop(handle, None)
             raise HorovodInternalError(str(e)) from e
-        pending.pop(handle, None)
+        except BaseException:
+            pending[handle] = entry
+            raise
         return entry.result if entry.__class__ is KeepAlive else entry
     works = handle._works
     error = None
-    # A KeyboardInterrupt while waiting leaves the handle pending (and its
-    # buffers alive and names reserved), so it can still be synchronized.
+    try:
+        for w in works:
+            try:
+                while not w.wait(_WAIT_SLICE_SECONDS):
+                    pass
+            except RuntimeError as e:
+                # Keep waiting on the rest: their buffers must stay alive until
+                # the core is done with them.
+                error = error or e
+    except BaseException:
+        pending[handle] = entry
+        raise
     for w in works:
-        try:
-            while not w.wait(_WAIT_SLICE_SECONDS):
-                pass
-        except RuntimeError as e:
-            # Keep waiting on the rest: their buffers must stay alive until
-            # the core is done with them.
-            error = error or e
-    pending.pop(handle, None)
-    for w in handle._works:
         w.release_name()
     if error is not None:
         raise HorovodInternalError(str(error)) from error

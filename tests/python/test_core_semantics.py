@@ -52,6 +52,10 @@ def test_enqueue_binding_arguments(np_):
     assert_ok(launch(np_, "enqueue_binding.py"), "enqueue_binding", np_)
 
 
+def test_interrupted_synchronize_leaves_the_handle_pending():
+    assert_ok(launch(2, "interrupted_synchronize.py"), "interrupted_synchronize", 2)
+
+
 @pytest.mark.parametrize("np_", [1, 2, 3])
 def test_init_shutdown_reinit_and_topology(np_):
     r = launch(np_, "basics.py")
