@@ -18,9 +18,23 @@ namespace {
 
 // Tuned for 2 ranks on 2 cores with other busy threads: a short spin catches
 // a peer that is already about to arrive; yielding next lets a descheduled
-// peer run; after that, sleep.
-constexpr int kSpins = 2000;
-constexpr int kYields = 50;
+// peer run (and any other thread that wants this CPU); after that, sleep.
+//
+// NOTE [Wake-up latency]: a sleeping waiter is woken by its peer's
+// FUTEX_WAKE, and on a VM whose idle vCPU has halted that takes tens of
+// microseconds (measured on a 2-vCPU VM, 2026-11-26, two processes on two
+// CPUs, 300 wake-ups: median 29-37 us, p90 36-46 us; 6 us on one CPU). A
+// barrier whose waiter slept costs its peer that much, so the peer's next
+// wait outlasts a short spin and it sleeps too: once the wake-up latency
+// exceeds the spin-and-yield budget, the ranks take turns sleeping and every
+// barrier costs a wake-up. That state is stable; a benchmark round caught
+// in it ran 4 KiB allreduces at 252-550 us each (median 386 us, instead of
+// 7 us) and 1 MiB at 0.8 ms instead of 0.07 ms. So the yield phase lasts a
+// fixed time, kYieldFor, well above the wake-up latency, rather than a
+// count of yields (50 took about 35 us here). Yielding costs no other
+// thread its CPU: sched_yield runs whatever else is runnable there.
+constexpr int kSpins = 2000;  // about 50 us of PAUSE on that VM
+constexpr auto kYieldFor = std::chrono::microseconds(250);
 // Longest single futex sleep, so that deadline and liveness are re-checked.
 constexpr auto kSleepSlice = std::chrono::milliseconds(100);
 
@@ -106,9 +120,12 @@ bool ShmWaitArrived(ShmRankControl* peer, uint32_t count,
     if (Reached(peer->arrived.load(std::memory_order_acquire), count)) return true;
     _mm_pause();
   }
-  for (int i = 0; i < kYields && !shared_cpu; ++i) {
-    if (Reached(peer->arrived.load(std::memory_order_acquire), count)) return true;
-    sched_yield();
+  if (!shared_cpu) {
+    const auto yield_until = std::chrono::steady_clock::now() + kYieldFor;
+    do {
+      if (Reached(peer->arrived.load(std::memory_order_acquire), count)) return true;
+      sched_yield();
+    } while (std::chrono::steady_clock::now() < yield_until);
   }
   for (;;) {
     peer->sleepers.fetch_add(1, std::memory_order_seq_cst);
