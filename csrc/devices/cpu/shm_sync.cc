@@ -27,12 +27,15 @@ namespace {
 // barrier whose waiter slept costs its peer that much, so the peer's next
 // wait outlasts a short spin and it sleeps too: once the wake-up latency
 // exceeds the spin-and-yield budget, the ranks take turns sleeping and every
-// barrier costs a wake-up. That state is stable; a benchmark round caught
-// in it ran 4 KiB allreduces at 252-550 us each (median 386 us, instead of
-// 7 us) and 1 MiB at 0.8 ms instead of 0.07 ms. So the yield phase lasts a
-// fixed time, kYieldFor, well above the wake-up latency, rather than a
-// count of yields (50 took about 35 us here). Yielding costs no other
-// thread its CPU: sched_yield runs whatever else is runnable there.
+// barrier costs a wake-up. That state is stable (with every wait sleeping,
+// back-to-back 4 KiB allreduces took 58 us each instead of 6 us on the same
+// VM), and it is our best explanation of a benchmark round, on a day the VM
+// was slow, whose 4 KiB allreduces all took 252-550 us (median 386 us,
+// instead of 7 us; its other sizes were slow too; not reproduced since, so
+// not proven). 2000 spins and 50 yields gave up after about 85 us (50 + 35).
+// So the yield phase lasts a fixed time, kYieldFor, well above the wake-up
+// latency, rather than a count of yields. Yielding costs no other thread
+// its CPU: sched_yield runs whatever else is runnable there.
 constexpr int kSpins = 2000;  // about 50 us of PAUSE on that VM
 constexpr auto kYieldFor = std::chrono::microseconds(250);
 // Longest single futex sleep, so that deadline and liveness are re-checked.
