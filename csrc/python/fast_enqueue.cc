@@ -18,6 +18,7 @@
 #include <string>
 
 #include "python/enqueue_args.h"
+#include "python/guarded_call.h"
 
 namespace py = pybind11;
 
@@ -99,7 +100,7 @@ Shape ShapeArg(PyObject* o) {
 }
 
 PyObject* EnqueueAllreduce(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  try {
+  return Guarded([&] {
     if (nargs != 10) TypeError("takes 10 positional arguments, got " + std::to_string(nargs));
     Runtime& rt = py::handle(self).cast<Runtime&>();
     EnqueueArgs a = Args(RequestType::kAllreduce, StrArg(args[0], "name"),
@@ -110,14 +111,7 @@ PyObject* EnqueueAllreduce(PyObject* self, PyObject* const* args, Py_ssize_t nar
     a.prescale = FloatArg(args[8]);
     a.postscale = FloatArg(args[9]);
     return NewWorkHandle(SubmitOne(rt, std::move(a)));
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (py::builtin_exception& e) {
-    e.set_error();
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return nullptr;
+  });
 }
 
 }  // namespace

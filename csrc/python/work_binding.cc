@@ -4,6 +4,7 @@
 
 #include "common/work.h"
 #include "python/bindings.h"
+#include "python/guarded_call.h"
 #include "python/work_handle.h"
 
 namespace py = pybind11;
@@ -57,22 +58,6 @@ struct WorkObject {
 PyTypeObject* g_work_type = nullptr;
 
 Work& Self(PyObject* self) { return *reinterpret_cast<WorkObject*>(self)->work; }
-
-// Runs fn, turning C++ and pybind11 exceptions into a set Python error
-// (returns nullptr then).
-template <typename Fn>
-PyObject* Guarded(Fn&& fn) {
-  try {
-    return fn();
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (py::builtin_exception& e) {
-    e.set_error();
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return nullptr;
-}
 
 // The one float argument of wait()/finish(), positional or by `keyword`;
 // `fallback` when absent and `required` is false. False with a Python error
