@@ -1,6 +1,5 @@
 #include "common/fusion.h"
 
-
 namespace hvda {
 namespace {
 
@@ -24,8 +23,7 @@ int64_t ResponseBytes(const Response& r) {
 
 void FuseResponses(const std::vector<const Response*>& in, int64_t threshold_bytes,
                    std::vector<Response>* out) {
-  out->clear();
-  out->reserve(in.size());
+  out->clear();  // not reserved: fused, many inputs are usually one or a few responses
   std::vector<bool> taken(in.size(), false);
   for (size_t i = 0; i < in.size(); ++i) {
     if (taken[i]) continue;
