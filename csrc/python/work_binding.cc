@@ -48,13 +48,15 @@ bool WaitAndCheck(Work& w, double timeout, bool release_name) {
   return true;
 }
 
-// NOTE [Work handle] in work_handle.h. Lives as long as the module; created
-// once by BindWork.
+// A _core.Work (NOTE [Work handle] in work_handle.h).
 struct WorkObject {
   PyObject_HEAD
   std::shared_ptr<Work> work;  // never null once made by NewWorkHandle
 };
 
+// The type object, as CPython extensions keep their types: set once by
+// BindWork while the module initialises (GIL held) and only read afterwards;
+// the module holds the reference, so it lives as long as the interpreter.
 PyTypeObject* g_work_type = nullptr;
 
 Work& Self(PyObject* self) { return *reinterpret_cast<WorkObject*>(self)->work; }

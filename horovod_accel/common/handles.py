@@ -237,7 +237,9 @@ def synchronize(handle):
     # Taken out of the table first (one dict operation per op); put back if
     # the wait is interrupted (e.g. KeyboardInterrupt), so the handle stays
     # pending, its buffers alive and its names reserved, and can still be
-    # synchronized. The entry keeps the buffers alive meanwhile.
+    # synchronized. The entry keeps the buffers alive meanwhile. (A poll()
+    # from another thread during the wait sees the handle as already
+    # collected, as it would a moment later.)
     pending = _PENDING
     try:
         entry = pending.pop(handle, None)
