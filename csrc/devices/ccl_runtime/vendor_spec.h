@@ -66,7 +66,7 @@ struct CclSymbols {
 // default names tried in order (the dynamic linker's search applies).
 struct LibrarySpec {
   const char* env_var;
-  const char* defaults[4];  // nullptr-terminated
+  const char* defaults[6];  // nullptr-terminated
   const char* what;         // "the TOPS runtime", for messages
 };
 

@@ -2,7 +2,7 @@
 // implementation (csrc/devices/ccl_runtime). Only names and values live
 // here; both libraries are dlopen()ed at init (HOROVOD_CUDA_RUNTIME_LIB,
 // HOROVOD_NCCL_LIB override the paths), so the plugin builds without the
-// CUDA toolkit and one build serves every CUDA 11/12 installation.
+// CUDA toolkit and one build serves every CUDA 11/12/13 installation.
 #include "devices/ccl_runtime/make_plugin.h"
 
 namespace hvda {
@@ -17,7 +17,7 @@ VendorSpec MakeCudaSpec() {
   s.runtime_name = "CUDA";
   s.ccl_name = "NCCL";
   s.runtime_lib = {"HOROVOD_CUDA_RUNTIME_LIB",
-                   {"libcudart.so", "libcudart.so.12", "libcudart.so.11.0", nullptr},
+                   {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", nullptr},
                    "the CUDA runtime"};
   s.ccl_lib = {"HOROVOD_NCCL_LIB", {"libnccl.so", "libnccl.so.2", nullptr}, "NCCL"};
   s.rt = {"cudaGetDeviceCount", "cudaSetDevice", "cudaMalloc", "cudaFree", "cudaHostAlloc",
