@@ -144,7 +144,7 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   const bool any_params = !(bits[0] & kNoParamsBit);
   if (!any_shutdown && !any_uncached && !all_stuck_ && !any_params) {
     out->joined_count = joined_count_;
-    Finish(hits, {}, out);
+    Finish(std::move(hits), {}, out);
     return Status::OK();
   }
   std::vector<Response> hit_copies;  // the slow path's Puts may move the cache's
@@ -155,13 +155,12 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   HVDA_RETURN_IF_ERROR(
       SlowPath(std::move(to_send), shutdown_requested, stuck, new_params, out));
   const std::vector<Response> decided = std::move(out->responses);
-  Finish(hits, decided, out);
+  Finish(std::move(hits), decided, out);
   return Status::OK();
 }
 
-void Controller::Finish(const std::vector<const Response*>& hits,
-                        const std::vector<Response>& decided, ResponseList* out) {
-  std::vector<const Response*> parts = hits;
+void Controller::Finish(std::vector<const Response*> parts, const std::vector<Response>& decided,
+                        ResponseList* out) {
   for (const Response& r : decided) parts.push_back(&r);
   FuseResponses(parts,
                 options_.tunables ? options_.tunables->fusion_threshold_bytes()

@@ -85,11 +85,11 @@ class Controller {
   // new_params: set-rank 0 of the global set has tuned values to send.
   Status SlowPath(std::vector<Request> to_send, bool shutdown_requested, bool stuck,
                   bool new_params, ResponseList* out);
-  // Sets out->responses to the cache hits (borrowed), then the slow path's
-  // decided responses, fused with the current threshold (copied: a hit costs
+  // Sets out->responses to `parts` (cache hits, borrowed), then the slow
+  // path's decided responses, fused with the current threshold (copied: a hit costs
   // its name and shape, not a whole Response); on the tuning rank, feeds
   // them to the parameter manager.
-  void Finish(const std::vector<const Response*>& hits, const std::vector<Response>& decided,
+  void Finish(std::vector<const Response*> parts, const std::vector<Response>& decided,
               ResponseList* out);
   void Answered(const std::string& name, Request* local);  // drops the pending entry
 

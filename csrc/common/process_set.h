@@ -42,6 +42,11 @@ struct ProcessSetState {
   int SetRankOf(int global_rank) const;
 };
 
+// InvalidArgument unless `sorted_ranks` (sorted) lists distinct ranks in
+// [0, world_size), at least one; `context` goes after the set in the message.
+Status CheckSetRanks(const std::vector<int>& sorted_ranks, int world_size,
+                     const std::string& context);
+
 // Checks the process sets given to init() against a job of `world_size`
 // ranks, before any peer is contacted (so every rank fails alike, none is
 // left connecting to a peer that already gave up): each set lists distinct

@@ -260,12 +260,7 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
 Status Runtime::CreateProcessSet(int id, std::vector<int> ranks,
                                  std::unique_ptr<ProcessSetState>* out) {
   std::sort(ranks.begin(), ranks.end());
-  if (ranks.empty() || std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end() ||
-      ranks.front() < 0 || ranks.back() >= topo_.size)
-    return Status::InvalidArgument("process set " +
-                                   ShapeString(std::vector<int64_t>(ranks.begin(), ranks.end())) +
-                                   " must list distinct ranks in [0, " +
-                                   std::to_string(topo_.size) + ").");
+  HVDA_RETURN_IF_ERROR(CheckSetRanks(ranks, topo_.size, ""));
   auto ps = std::make_unique<ProcessSetState>();
   ps->id = id;
   ps->ranks = ranks;

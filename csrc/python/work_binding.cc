@@ -62,10 +62,10 @@ PyTypeObject* g_work_type = nullptr;
 Work& Self(PyObject* self) { return *reinterpret_cast<WorkObject*>(self)->work; }
 
 // The one float argument of wait()/finish(), positional or by `keyword`;
-// `fallback` when absent and `required` is false. False with a Python error
-// set for a bad call.
+// *out is left as it is when the argument is absent and not `required`.
+// False with a Python error set for a bad call.
 bool TimeoutArg(const char* method, const char* keyword, PyObject* const* args, Py_ssize_t nargs,
-                PyObject* kwnames, bool required, double fallback, double* out) {
+                PyObject* kwnames, bool required, double* out) {
   PyObject* value = nargs >= 1 ? args[0] : nullptr;
   const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   if (nargs + nkw > 1) {
@@ -85,7 +85,6 @@ bool TimeoutArg(const char* method, const char* keyword, PyObject* const* args, 
       PyErr_Format(PyExc_TypeError, "Work.%s() missing its argument (%s)", method, keyword);
       return false;
     }
-    *out = fallback;
     return true;
   }
   *out = PyFloat_AsDouble(value);
@@ -96,7 +95,7 @@ PyObject* WorkWaitOrFinish(PyObject* self, PyObject* const* args, Py_ssize_t nar
                            PyObject* kwnames, bool finish) {
   double timeout = -1.0;
   if (!TimeoutArg(finish ? "finish" : "wait", finish ? "timeout" : "timeout_seconds", args, nargs,
-                  kwnames, finish, -1.0, &timeout))
+                  kwnames, finish, &timeout))
     return nullptr;
   return Guarded([&] {
     return PyBool_FromLong(WaitAndCheck(Self(self), timeout, finish));
