@@ -12,10 +12,10 @@ const char* Env(GetEnvFn getenv, const void* ctx, const char* name) {
   return getenv != nullptr ? getenv(ctx, name) : std::getenv(name);
 }
 
-// dlopens the library of `lib`: the override variable's path if set, else
-// the first default name the dynamic linker finds.
-void* OpenLibrary(const LibrarySpec& lib, GetEnvFn getenv, const void* ctx, std::string* path,
-                  std::string* error) {
+}  // namespace
+
+void* OpenVendorLibrary(const LibrarySpec& lib, GetEnvFn getenv, const void* ctx,
+                        std::string* path, std::string* error) {
   const char* override_path = Env(getenv, ctx, lib.env_var);
   if (override_path != nullptr && override_path[0] != '\0') {
     void* h = dlopen(override_path, RTLD_NOW | RTLD_LOCAL);
@@ -28,6 +28,18 @@ void* OpenLibrary(const LibrarySpec& lib, GetEnvFn getenv, const void* ctx, std:
     }
     *path = override_path;
     return h;
+  }
+  // NOTE [Share the framework's runtime]: a default the process has loaded
+  // already (the framework's own CUDA runtime or NCCL, matched by soname)
+  // wins over an earlier default that the linker would find on disk, so the
+  // plugin and the framework share one copy instead of loading a second,
+  // possibly of another version, beside it.
+  for (const char* name : lib.defaults) {
+    if (name == nullptr) break;
+    if (void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+      *path = name;
+      return h;
+    }
   }
   std::string tried;
   for (const char* name : lib.defaults) {
@@ -44,6 +56,8 @@ void* OpenLibrary(const LibrarySpec& lib, GetEnvFn getenv, const void* ctx, std:
            "or set " + lib.env_var + " to its path.";
   return nullptr;
 }
+
+namespace {
 
 // Resolves `name` into *fn. Missing required symbols fail the load; a
 // missing optional one (or a null name) leaves *fn null.
@@ -68,9 +82,9 @@ bool Resolve(void* handle, const char* name, Fn* fn, bool required, const std::s
 std::unique_ptr<LoadedVendor> LoadedVendor::Load(const VendorSpec& spec, GetEnvFn getenv,
                                                  const void* ctx, std::string* error) {
   std::unique_ptr<LoadedVendor> v(new LoadedVendor());
-  v->runtime_ = OpenLibrary(spec.runtime_lib, getenv, ctx, &v->runtime_path_, error);
+  v->runtime_ = OpenVendorLibrary(spec.runtime_lib, getenv, ctx, &v->runtime_path_, error);
   if (v->runtime_ == nullptr) return nullptr;
-  v->ccl_ = OpenLibrary(spec.ccl_lib, getenv, ctx, &v->ccl_path_, error);
+  v->ccl_ = OpenVendorLibrary(spec.ccl_lib, getenv, ctx, &v->ccl_path_, error);
   if (v->ccl_ == nullptr) return nullptr;
 
   VendorApi& a = v->api_;

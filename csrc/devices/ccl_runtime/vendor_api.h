@@ -77,6 +77,16 @@ struct VendorApi {
 // getenv); may be null (then ::getenv).
 using GetEnvFn = const char* (*)(const void* ctx, const char* name);
 
+// dlopens the library `lib` names and returns its handle (the caller
+// dlcloses it), setting *path to the name or path that opened it: the
+// override variable's path if set (read through `getenv`, or the process
+// environment when null); else the first default the process has loaded
+// already (NOTE [Share the framework's runtime] in vendor_api.cc); else the
+// first default the dynamic linker finds. On failure returns nullptr and
+// sets *error to a message that says what to do.
+void* OpenVendorLibrary(const LibrarySpec& lib, GetEnvFn getenv, const void* ctx,
+                        std::string* path, std::string* error);
+
 // The loaded libraries.
 class LoadedVendor {
  public:
