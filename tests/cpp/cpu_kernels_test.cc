@@ -120,6 +120,33 @@ TEST(CpuKernels, ScaleTruncatesIntegersTowardZero) {
   EXPECT_EQ(d, (std::vector<double>{0.25, 0.75}));
 }
 
+// NOTE [Exact float scaling]: every float32 factor takes the float multiply,
+// others the double one; both must equal rounding the double product once,
+// for every kind of value (random bit patterns: subnormals, huge values,
+// infinities, NaNs) and lengths that leave vector remainders.
+TEST(CpuKernels, Float32ScalingRoundsTheDoubleProductOnce) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<uint32_t> any;
+  auto bits = [](float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; };
+  for (double factor : {0.5, 0.25, 0.125, 2.0, -0.5, 0x1p-140, 0x1p100, 1.0 / 3.0, 0.1, 1.0 / 6.0}) {
+    for (int64_t n : {1, 7, 8, 31, 4099}) {
+      std::vector<float> in(static_cast<size_t>(n));
+      for (auto& f : in) f = FromBits(any(rng));
+      std::vector<float> out = in;
+      Scale(out.data(), n, DataType::kFloat32, factor);
+      for (int64_t i = 0; i < n; ++i) {
+        const float want = static_cast<float>(static_cast<double>(in[i]) * factor);
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(out[i])) << "factor " << factor << " element " << i;
+        } else {
+          ASSERT_EQ(bits(out[i]), bits(want)) << "factor " << factor << " element " << i
+                                              << " input " << in[i];
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuKernels, ReduceOpsAndWrapAround) {
   std::vector<int8_t> a = {100, -3, 5}, b = {100, 4, -6};
   Reduce2(a.data(), a.data(), b.data(), 3, DataType::kInt8, ReduceOp::kSum);

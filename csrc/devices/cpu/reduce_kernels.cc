@@ -49,6 +49,24 @@ HVDA_INLINE void ScaleBody(T* buf, int64_t n, double factor) {
   for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<T>(static_cast<double>(buf[i]) * factor);
 }
 
+// NOTE [Exact float scaling]: float32 data times a double factor is computed
+// in double and rounded once (as upstream Horovod's ScaleBuffer does). When
+// the factor is exactly a float (1 / size for power-of-two sizes: the common
+// Average), the product of two floats has at most 48 significant bits and
+// is exact in double, so rounding it to float is what a float multiply does
+// (IEEE rounds the exact product once, overflow and subnormals included):
+// the float multiply gives bit-identical results without widening every
+// element, which cost about a tenth of a 1-16 MiB Average allreduce at np 2.
+template <>
+HVDA_INLINE void ScaleBody<float>(float* buf, int64_t n, double factor) {
+  const float f = static_cast<float>(factor);
+  if (static_cast<double>(f) == factor) {
+    for (int64_t i = 0; i < n; ++i) buf[i] *= f;
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<float>(static_cast<double>(buf[i]) * factor);
+}
+
 #define HVDA_DEFINE_TYPED(SUFFIX, T)                                                  \
   HVDA_CLONES void Reduce2_##SUFFIX(T* d, const T* a, const T* b, int64_t n,          \
                                     ReduceOp op) {                                    \
