@@ -44,9 +44,15 @@ HVDA_INLINE void Reduce2Body(T* d, const T* a, const T* b, int64_t n, ReduceOp o
   }
 }
 
+// Each element times `factor` in double, rounded once to T.
+template <typename T>
+HVDA_INLINE void ScaleInDouble(T* buf, int64_t n, double factor) {
+  for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<T>(static_cast<double>(buf[i]) * factor);
+}
+
 template <typename T>
 HVDA_INLINE void ScaleBody(T* buf, int64_t n, double factor) {
-  for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<T>(static_cast<double>(buf[i]) * factor);
+  ScaleInDouble(buf, n, factor);
 }
 
 // NOTE [Exact float scaling]: float32 data times a double factor is computed
@@ -64,7 +70,7 @@ HVDA_INLINE void ScaleBody<float>(float* buf, int64_t n, double factor) {
     for (int64_t i = 0; i < n; ++i) buf[i] *= f;
     return;
   }
-  for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<float>(static_cast<double>(buf[i]) * factor);
+  ScaleInDouble(buf, n, factor);
 }
 
 #define HVDA_DEFINE_TYPED(SUFFIX, T)                                                  \
