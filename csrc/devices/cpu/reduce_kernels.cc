@@ -44,33 +44,27 @@ HVDA_INLINE void Reduce2Body(T* d, const T* a, const T* b, int64_t n, ReduceOp o
   }
 }
 
-// Each element times `factor` in double, rounded once to T.
-template <typename T>
-HVDA_INLINE void ScaleInDouble(T* buf, int64_t n, double factor) {
-  for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<T>(static_cast<double>(buf[i]) * factor);
-}
-
+// NOTE [Exact float scaling]: data times a double factor is computed in
+// double and rounded once to the element type (as upstream Horovod's
+// ScaleBuffer does). For float32 data and a factor that is exactly a float
+// (1 / size for power-of-two sizes: the common Average), the product of two
+// floats has at most 48 significant bits and is exact in double, so rounding
+// it to float is what a float multiply does (IEEE rounds the exact product
+// once, overflow and subnormals included): the float multiply gives
+// bit-identical results without widening every element. Measured on a
+// 2-vCPU VM (2026-11-26, np 2, Average / Sum time of one allreduce in
+// interleaved blocks of one job): 1.11x at 1 and 16 MiB before (one job
+// each), 1.02-1.03x at 16 MiB after (3 jobs).
 template <typename T>
 HVDA_INLINE void ScaleBody(T* buf, int64_t n, double factor) {
-  ScaleInDouble(buf, n, factor);
-}
-
-// NOTE [Exact float scaling]: float32 data times a double factor is computed
-// in double and rounded once (as upstream Horovod's ScaleBuffer does). When
-// the factor is exactly a float (1 / size for power-of-two sizes: the common
-// Average), the product of two floats has at most 48 significant bits and
-// is exact in double, so rounding it to float is what a float multiply does
-// (IEEE rounds the exact product once, overflow and subnormals included):
-// the float multiply gives bit-identical results without widening every
-// element, which cost about a tenth of a 1-16 MiB Average allreduce at np 2.
-template <>
-HVDA_INLINE void ScaleBody<float>(float* buf, int64_t n, double factor) {
-  const float f = static_cast<float>(factor);
-  if (static_cast<double>(f) == factor) {
-    for (int64_t i = 0; i < n; ++i) buf[i] *= f;
-    return;
+  if constexpr (std::is_same<T, float>::value) {
+    const float f = static_cast<float>(factor);
+    if (static_cast<double>(f) == factor) {
+      for (int64_t i = 0; i < n; ++i) buf[i] *= f;
+      return;
+    }
   }
-  ScaleInDouble(buf, n, factor);
+  for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<T>(static_cast<double>(buf[i]) * factor);
 }
 
 #define HVDA_DEFINE_TYPED(SUFFIX, T)                                                  \

@@ -35,7 +35,7 @@ if rank == 0:
     for h, what in ((h_fast, "fast-path allreduce"), (h_gather, "allgather Handle")):
         signal.setitimer(signal.ITIMER_REAL, 0.2)
         raises(KeyboardInterrupt, hvd.synchronize, h, what=f"interrupted synchronize ({what})")
-        check(hvd.poll(h) in (False, True), f"{what}: poll() still knows the handle")
+        check(hvd.poll(h) is False, f"{what}: poll() still knows the handle, not completed")
     raises(ValueError, hvd.allreduce_async_, torch.zeros(3), name="intr.fast",
            contains=("already in flight",), what="name of the interrupted op still reserved")
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
