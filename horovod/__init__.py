@@ -5,7 +5,8 @@ module object under both names (sys.modules), so state (the runtime, pending
 handles, process sets) is shared and `horovod.torch is horovod_accel.torch`.
 This covers every submodule (horovod.torch, horovod.torch.mpi_ops,
 horovod.common.exceptions, horovod.runner, ...) without a file per module;
-`python -m horovod.runner.launch` works too.
+`python -m horovod.runner.launch` works too. `horovod.run` is upstream's
+programmatic launcher (horovod_accel/runner/run_api.py), imported on first use.
 """
 import importlib
 import importlib.abc
@@ -74,3 +75,12 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
 
 if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
     sys.meta_path.insert(0, _AliasFinder())
+
+
+def __getattr__(name):
+    # `horovod.run(func, ...)`: imported on first use so `import horovod` stays cheap.
+    if name == "run":
+        from horovod_accel.runner import run  # noqa: PLC0415
+        globals()["run"] = run
+        return run
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

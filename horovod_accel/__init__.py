@@ -4,6 +4,16 @@ framework-neutral (see /docs/design/core_binding.md).
 Importing this package is cheap and never loads the C++ extension; the core
 (`horovod_accel._core`) is loaded on first use (`hvd.init()`, `*_built()`).
 Users normally import a framework adapter, e.g. `import horovod.torch as hvd`
-(the `horovod` package is an alias of this one).
+(the `horovod` package is an alias of this one). `horovod_accel.run` is
+upstream's `horovod.run` (runner/run_api.py).
 """
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # `horovod_accel.run` (upstream's `horovod.run`), imported on first use.
+    if name == "run":
+        from horovod_accel.runner import run  # noqa: PLC0415
+        globals()["run"] = run
+        return run
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,6 +13,19 @@ Modules, one purpose each:
   output.py          prefixing/forwarding rank output, --output-filename
   job.py             watching ranks, fail-fast stop, failure report
   check_build.py     --check-build
+  run_api.py         `horovod.run(func, ...)` / `horovod.runner.run`: runs a
+                     function on every rank of a new job, returns the results
+  run_task.py        one rank of such a job (`python -m ...run_task`)
+  util/              upstream's horovod.runner.util helpers (threads)
 
-Upstream's programmatic `horovod.runner.run(func, ...)` is not provided yet.
+`run` is imported on first use (module __getattr__), so importing this
+package stays cheap.
 """
+
+
+def __getattr__(name):
+    if name == "run":
+        from horovod_accel.runner.run_api import run  # noqa: PLC0415
+        globals()["run"] = run
+        return run
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

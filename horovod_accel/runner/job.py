@@ -43,6 +43,8 @@ class _Job:
         self.exited = queue.Queue()  # ranks whose process ended, in order of exit
         self.signum = None          # signal that asked horovodrun to stop
         self.signal_count = 0
+        self.failed = None          # the first rank that failed (RankProcess), once run() ends
+        self.launch_error = None    # why a rank could not be started, if so
 
     # ---- starting ----
 
@@ -88,6 +90,7 @@ class _Job:
                     launch_error = f"could not start rank {slot.rank} on {slot.hostname}: {e}"
                     break
             failed, others = self._watch(stop_now=launch_error is not None or self.signum is not None)
+            self.failed, self.launch_error = failed, launch_error
         finally:
             for sig, handler in old.items():
                 signal.signal(sig, handler)
@@ -183,3 +186,12 @@ def run_job(spec):
     Called from the main thread it also handles SIGINT/SIGTERM/SIGHUP while
     it runs (restoring the previous handlers afterwards)."""
     return _Job(spec).run()
+
+
+def run_job_outcome(spec):
+    """run_job for callers that report the failure themselves (horovod.run,
+    run_api.py): returns (exit code, the first failed RankProcess or None,
+    the launch error message or None, the signal that stopped the job or None)."""
+    j = _Job(spec)
+    code = j.run()
+    return code, j.failed, j.launch_error, j.signum

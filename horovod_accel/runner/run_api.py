@@ -1,0 +1,324 @@
+"""`horovod.run(func, ...)` (upstream's horovod.runner.run): runs
+`func(*args, **kwargs)` on every rank of a new job and returns the ranks'
+return values as a list in rank order.
+
+    import horovod
+    def train(lr):
+        import horovod.torch as hvd
+        hvd.init()
+        ...
+        return hvd.rank()
+    horovod.run(train, args=(0.1,), num_proc=2)   # -> [0, 1]
+
+It goes through horovodrun's own launcher (launch.plan, job.py): the same
+hosts/slots, environment, rank-prefixed output and fail-fast. The call is
+cloudpickled into the job's rendezvous store, which every rank reaches (ssh
+ranks on other hosts too); each rank runs `python -m
+horovod_accel.runner.run_task` with `executable` (default sys.executable),
+which runs the call and stores its result (NOTE [horovod.run store records]
+in run_task.py). With use_mpi=True the job is started by mpirun as
+`horovodrun --mpi` does (mpi_launch.py) and the caller serves a store for the
+call alone.
+
+Failures raise in the caller: RankError (a RuntimeError, as upstream raises)
+naming the first rank that failed, with the exception it raised (type,
+message, its traceback text; the exception itself as __cause__ where it
+could be pickled), or how it died and its last stderr lines. The launcher's
+fail-fast stops the other ranks within seconds, so a failed job never hangs.
+"""
+import os
+import pickle
+import secrets
+import signal
+import sys
+import warnings
+
+from horovod_accel.runner import run_task as task
+
+# horovodrun rejects the elastic flags the same way (args.py).
+_ELASTIC = (("min_num_proc", "--min-np"), ("max_num_proc", "--max-np"),
+            ("slots", "--slots-per-host"), ("reset_limit", "--reset-limit"),
+            ("cooldown_range", "--blacklist-cooldown-range"),
+            ("host_discovery_script", "--host-discovery-script"))
+
+
+class RankError(RuntimeError):
+    """A rank of a horovod.run job failed.
+
+    rank, hostname: where; how: 'raised ValueError', 'exit code 3', ...;
+    exc_type, message, remote_traceback: the exception func raised on that
+    rank (None when the rank died without one); exception: that exception,
+    unpickled (None if it could not be); stderr_tail: the rank's last stderr
+    lines when it died without an exception.
+    """
+
+    def __init__(self, text, rank, hostname=None, how=None, exc_type=None, message=None,
+                 remote_traceback=None, exception=None, stderr_tail=()):
+        super().__init__(text)
+        self.rank = rank
+        self.hostname = hostname
+        self.how = how
+        self.exc_type = exc_type
+        self.message = message
+        self.remote_traceback = remote_traceback
+        self.exception = exception
+        self.stderr_tail = list(stderr_tail)
+
+
+def _check_args(func, num_proc, hosts, hostfile, use_gloo, use_mpi, start_timeout, elastic):
+    if hosts is not None and hostfile is not None:
+        raise ValueError("horovod.run: give hosts or hostfile, not both")
+    if use_gloo and use_mpi:
+        raise ValueError("horovod.run: use_gloo and use_mpi cannot both be True")
+    used = [f"{name} ({flag})" for name, flag in _ELASTIC if elastic[name] is not None]
+    if used:
+        raise ValueError(f"horovod.run: elastic horovod.run ({', '.join(used)}) is not supported "
+                         "yet by horovod_accel (horovodrun rejects these flags too); run a "
+                         "fixed-size job with num_proc=N")
+    if not callable(func):
+        raise TypeError(f"horovod.run: func must be callable, got {type(func).__name__}")
+    if isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1:
+        raise ValueError(f"horovod.run: num_proc must be a positive integer, got {num_proc!r}")
+    if start_timeout is not None and (isinstance(start_timeout, bool) or
+                                      not isinstance(start_timeout, (int, float)) or
+                                      start_timeout < 0):
+        raise ValueError(f"horovod.run: start_timeout must be a number of seconds >= 0, got "
+                         f"{start_timeout!r}")
+
+
+def _launcher_args(num_proc, hosts, hostfile, start_timeout, ssh_port, ssh_identity_file,
+                   output_filename, verbose, use_mpi, mpi_args, nics, command):
+    """horovodrun's parsed-args namespace for these settings (defaults for the rest)."""
+    from horovod_accel.runner import args as args_mod  # noqa: PLC0415
+    a = args_mod.build_parser().parse_args([])
+    if isinstance(hosts, (list, tuple)):
+        hosts = ",".join(hosts)
+    a.num_proc = num_proc
+    a.hosts = hosts
+    a.hostfile = hostfile
+    a.start_timeout = start_timeout
+    a.ssh_port = ssh_port
+    a.ssh_identity_file = ssh_identity_file
+    a.output_filename = output_filename
+    a.verbose = bool(verbose)
+    a.use_mpi = bool(use_mpi)
+    a.use_gloo = not a.use_mpi
+    a.mpi_args = mpi_args
+    a.nics = nics
+    a.command = command
+    return a
+
+
+def _payload(func, args, kwargs):
+    import cloudpickle  # noqa: PLC0415
+    try:
+        call = cloudpickle.dumps((func, tuple(args), dict(kwargs)))
+    except Exception as e:
+        raise TypeError(f"horovod.run: func and its arguments must be picklable by cloudpickle: "
+                        f"{e}") from e
+    return pickle.dumps((list(sys.path), call))
+
+
+def _read_records(store, size):
+    from horovod_accel.runner.store_client import StoreTimeoutError  # noqa: PLC0415
+    records = {}
+    for rank in range(size):
+        try:
+            records[rank] = pickle.loads(task.get_blob(store, task.result_key(rank), timeout=0))
+        except StoreTimeoutError:
+            pass
+    return records
+
+
+def _raised_error(rank, hostname, record):
+    _, exc_type, message, tb, blob, _ = record
+    exc = None
+    if blob is not None:
+        try:
+            exc = pickle.loads(blob)
+        except Exception:  # noqa: BLE001 - the text still says what happened
+            exc = None
+    where = f"rank {rank}" + (f" (host {hostname})" if hostname else "")
+    text = (f"horovod.run: {where} raised {exc_type}: {message}\n\n"
+            f"Traceback on {where}:\n{tb.rstrip()}")
+    err = RankError(text, rank, hostname, f"raised {exc_type}", exc_type, message, tb, exc)
+    return err, exc
+
+
+def _died_error(rp, had_result):
+    how = rp.describe_exit()
+    where = f"rank {rp.rank} (host {rp.slot.hostname})"
+    if had_result:
+        text = f"horovod.run: {where} returned its result but then failed with {how}"
+    else:
+        text = f"horovod.run: {where} failed with {how} before returning a result"
+    if how == "signal SIGKILL":
+        text += " (a SIGKILL nobody sent is often the out-of-memory killer; see `dmesg`)"
+    tail = list(rp.err.tail)
+    if tail:
+        text += f"\nlast {len(tail)} line(s) of rank {rp.rank}'s stderr:\n" + \
+            "\n".join(f"    {t}" for t in tail)
+    return RankError(text, rp.rank, rp.slot.hostname, how, stderr_tail=tail)
+
+
+def _first_raised(records):
+    """The rank whose exception was caught first (its record's seq), or None."""
+    raised = [r for r in records if records[r][0] == "error"]
+    return min(raised, key=lambda r: records[r][5]) if raised else None
+
+
+def _results(records, size, hostnames):
+    """The return values in rank order; raises for a missing or bad record."""
+    import cloudpickle  # noqa: F401,PLC0415 - cloudpickled values may need it to load
+    for rank in range(size):
+        rec = records.get(rank)
+        if rec is None:
+            raise RankError(f"horovod.run: rank {rank} exited with code 0 without returning a "
+                            "result (did func call os._exit()?)", rank, hostnames.get(rank),
+                            "exit code 0")
+        if rec[0] == "error":
+            err, exc = _raised_error(rank, hostnames.get(rank), rec)
+            raise err from exc
+    out = []
+    for rank in range(size):
+        try:
+            out.append(pickle.loads(records[rank][1]))
+        except Exception as e:
+            raise RankError(f"horovod.run: the value rank {rank} returned cannot be unpickled "
+                            f"here: {type(e).__name__}: {e}", rank, hostnames.get(rank),
+                            "returned") from e
+    return out
+
+
+def _run_gloo(a, env, payload):
+    from horovod_accel.runner import job, launch  # noqa: PLC0415
+    from horovod_accel.runner.store_client import StoreClient  # noqa: PLC0415
+    from horovod_accel.runner.store_server import RendezvousStoreServer  # noqa: PLC0415
+    slots, local, bind, store_addr = launch.plan(a)
+    launch._choose_gloo_iface(env, store_addr, local, a.verbose)  # noqa: SLF001 - as horovodrun
+    start_timeout = launch._start_timeout(a)  # noqa: SLF001
+    secret = secrets.token_hex(32)
+    if a.output_filename:
+        os.makedirs(a.output_filename, exist_ok=True)
+    hostnames = {s.rank: s.hostname for s in slots}
+    with RendezvousStoreServer(secret, host=bind, verbose=a.verbose) as server, \
+            StoreClient("127.0.0.1", server.port, secret, timeout=max(start_timeout, 30)) as store:
+        task.put_blob(store, task.FUNC_KEY, payload)
+        spec = job.JobSpec(slots=slots, command=a.command, env=env, secret=secret,
+                           store_port=server.port, store_addr=store_addr, local_hosts=local,
+                           output_dir=a.output_filename, verbose=a.verbose, ssh_port=a.ssh_port,
+                           ssh_identity_file=a.ssh_identity_file, start_timeout=start_timeout)
+        code, failed, launch_error, signum = job.run_job_outcome(spec)
+        records = _read_records(store, len(slots))
+    if launch_error is not None:
+        raise RuntimeError(f"horovod.run: {launch_error}")
+    if signum is not None:
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise RuntimeError(f"horovod.run: the job was stopped by {signal.Signals(signum).name}")
+    if failed is not None:
+        # A rank that died without a record (killed, os._exit, a crash) is the
+        # cause: the exceptions of the others are its consequences. Else the
+        # first exception caught is, even if its rank exited after others.
+        first = _first_raised(records)
+        if failed.rank not in records or first is None:
+            raise _died_error(failed, failed.rank in records)
+        err, exc = _raised_error(first, hostnames[first], records[first])
+        raise err from exc
+    if code != 0:  # not expected: every non-zero exit names a failed rank
+        raise RuntimeError(f"horovod.run: the job failed with exit code {code}")
+    return _results(records, len(slots), hostnames)
+
+
+def _run_mpi(a, env, payload):
+    from horovod_accel.runner import launch, mpi_launch  # noqa: PLC0415
+    from horovod_accel.runner.store_client import StoreClient  # noqa: PLC0415
+    from horovod_accel.runner.store_server import RendezvousStoreServer  # noqa: PLC0415
+    _, local, bind, store_addr = launch.plan(a)  # checks hosts and num_proc
+    remote = [h for h in store_addr if h not in local]
+    # One address for every rank (mpirun starts them all with one environment):
+    # the one the first remote host reaches this machine at.
+    addr = store_addr[remote[0]] if remote else "127.0.0.1"
+    secret = secrets.token_hex(32)
+    with RendezvousStoreServer(secret, host=bind, verbose=a.verbose) as server, \
+            StoreClient("127.0.0.1", server.port, secret, timeout=30) as store:
+        task.put_blob(store, task.FUNC_KEY, payload)
+        env[task.STORE_ENV] = f"{addr}:{server.port}"
+        env[task.SECRET_ENV] = secret
+        code = mpi_launch.run(a, env)
+        records = _read_records(store, a.num_proc)
+    if code != 0:
+        first = _first_raised(records)
+        if first is not None:
+            err, exc = _raised_error(first, None, records[first])
+            raise err from exc
+        if code == 130:
+            raise KeyboardInterrupt
+        missing = [r for r in range(a.num_proc) if r not in records]
+        raise RuntimeError(f"horovod.run: mpirun failed with exit code {code}; ranks without a "
+                           f"result: {missing or 'none'} (mpirun's output above tells more)")
+    return _results(records, a.num_proc, {})
+
+
+def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=None, slots=None,
+        reset_limit=None, cooldown_range=None, hosts=None, hostfile=None,
+        host_discovery_script=None, start_timeout=None, ssh_port=None, ssh_identity_file=None,
+        disable_cache=None, output_filename=None, verbose=None, use_gloo=None, use_mpi=None,
+        mpi_args=None, network_interface=None, network_interfaces=None, executable=None,
+        np=None, min_np=None, max_np=None):
+    """Runs `func(*args, **kwargs)` on `num_proc` ranks of a new Horovod job
+    and returns their return values as a list indexed by rank.
+
+    Parameters are upstream's (horovod.runner.run, 0.28.1): hosts ('h1:2,h2:2',
+    or a list of 'host:slots'), hostfile, start_timeout, ssh_port,
+    ssh_identity_file, output_filename (<dir>/rank.<rank>/{stdout,stderr}),
+    verbose, use_gloo (the default launcher) or use_mpi (mpirun, with
+    mpi_args), network_interfaces (list; network_interface: a comma string,
+    deprecated), executable (the Python that runs the ranks; default
+    sys.executable); np, min_np and max_np are deprecated spellings of
+    num_proc, min_num_proc and max_num_proc. disable_cache is accepted and
+    ignored (nothing is cached). The elastic parameters (min_num_proc,
+    max_num_proc, slots, reset_limit, cooldown_range, host_discovery_script)
+    raise ValueError: elastic jobs are not supported yet.
+
+    func, args and kwargs must be picklable with cloudpickle, and so must
+    func's return value. The ranks' output goes to this process's stdout and
+    stderr, prefixed like horovodrun's. Raises RankError (a RuntimeError)
+    naming the first rank that failed; ValueError/TypeError for bad arguments.
+    """
+    if network_interface:
+        network_interfaces = network_interface.split(",")
+        warnings.warn("network_interface is deprecated, use network_interfaces instead",
+                      DeprecationWarning, stacklevel=2)
+    for old, new in (("np", "num_proc"), ("min_np", "min_num_proc"), ("max_np", "max_num_proc")):
+        if locals()[old] is not None:
+            warnings.warn(f"{old} is deprecated, use {new} instead", DeprecationWarning,
+                          stacklevel=2)
+    if np is not None:
+        num_proc = np
+    if min_np is not None:
+        min_num_proc = min_np
+    if max_np is not None:
+        max_num_proc = max_np
+    _check_args(func, num_proc, hosts, hostfile, use_gloo, use_mpi, start_timeout,
+                {"min_num_proc": min_num_proc, "max_num_proc": max_num_proc, "slots": slots,
+                 "reset_limit": reset_limit, "cooldown_range": cooldown_range,
+                 "host_discovery_script": host_discovery_script})
+    if mpi_args and not use_mpi:
+        warnings.warn("horovod.run: mpi_args only apply with use_mpi=True; ignoring them",
+                      stacklevel=2)
+    if isinstance(network_interfaces, str):
+        network_interfaces = network_interfaces.split(",")
+    nics = list(dict.fromkeys(n for n in network_interfaces or () if n)) or None
+    command = [executable or sys.executable, "-m", "horovod_accel.runner.run_task"]
+    a = _launcher_args(num_proc, hosts, hostfile, start_timeout, ssh_port, ssh_identity_file,
+                       output_filename, verbose, use_mpi, mpi_args, nics, command)
+    payload = _payload(func, args, {} if kwargs is None else kwargs)
+
+    from horovod_accel.runner import tunables  # noqa: PLC0415
+    env = dict(os.environ)
+    env.update(tunables.env_from_args(a))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    if a.use_mpi:
+        return _run_mpi(a, env, payload)
+    return _run_gloo(a, env, payload)
