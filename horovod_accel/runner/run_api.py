@@ -290,8 +290,10 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
         network_interfaces = network_interface.split(",")
         warnings.warn("network_interface is deprecated, use network_interfaces instead",
                       DeprecationWarning, stacklevel=2)
-    for old, new in (("np", "num_proc"), ("min_np", "min_num_proc"), ("max_np", "max_num_proc")):
-        if locals()[old] is not None:
+    deprecated = {"np": (np, "num_proc"), "min_np": (min_np, "min_num_proc"),
+                  "max_np": (max_np, "max_num_proc")}
+    for old, (value, new) in deprecated.items():
+        if value is not None:
             warnings.warn(f"{old} is deprecated, use {new} instead", DeprecationWarning,
                           stacklevel=2)
     if np is not None:
