@@ -18,8 +18,9 @@ enum class DataType : int32_t {
   kFloat32 = 7,
   kFloat64 = 8,
   kBool = 9,
+  kUInt16 = 10,  // appended (upstream's TF ops accept it); values are never renumbered
 };
-constexpr int kNumDataTypes = 10;
+constexpr int kNumDataTypes = 11;
 
 // Upstream Horovod's numbering (common/message.h): Average=0, Sum=1, Adasum=2, Min=3, Max=4, Product=5.
 enum class ReduceOp : int32_t {
@@ -37,6 +38,7 @@ inline size_t DataTypeSize(DataType t) {
     case DataType::kInt8:
     case DataType::kBool: return 1;
     case DataType::kInt16:
+    case DataType::kUInt16:
     case DataType::kFloat16:
     case DataType::kBFloat16: return 2;
     case DataType::kInt32:
@@ -52,6 +54,7 @@ inline const char* DataTypeName(DataType t) {
     case DataType::kUInt8: return "uint8";
     case DataType::kInt8: return "int8";
     case DataType::kInt16: return "int16";
+    case DataType::kUInt16: return "uint16";
     case DataType::kInt32: return "int32";
     case DataType::kInt64: return "int64";
     case DataType::kFloat16: return "float16";

@@ -364,11 +364,20 @@ Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
   HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
   if (r.prescale != 1.0)
     HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale, stream_.get()));
+  // NOTE [Postscale inside a spans backend]: a backend that ReducesSpans()
+  // may hand a rank a slice another rank reduced (and scaled), so every
+  // rank must pass it the same postscale: whether this rank packed (a
+  // joined rank, a prescale, overlapping tensors: local decisions) must not
+  // change what its peers receive.
+  const bool scale_inside = backend->ReducesSpans();
   Begin(r, *backend, "ALLREDUCE");
-  Status st = backend->Allreduce(buf, count, r.dtype, WireOp(r.reduce_op), stream_.get());
+  Status st = scale_inside
+                  ? backend->AllreduceSpans({CollectiveBackend::Span{buf, buf, count}}, r.dtype,
+                                            WireOp(r.reduce_op), post, stream_.get())
+                  : backend->Allreduce(buf, count, r.dtype, WireOp(r.reduce_op), stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
-  if (post != 1.0)
+  if (post != 1.0 && !scale_inside)
     HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, post, stream_.get()));
   if (!direct) HVDA_RETURN_IF_ERROR(Unpack(r, entries, have));
   return Status::OK();

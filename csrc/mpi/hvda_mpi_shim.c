@@ -155,6 +155,7 @@ static MPI_Datatype Type(int dtype) {
     case HVDA_MPI_UINT8: return MPI_UINT8_T;
     case HVDA_MPI_INT8: return MPI_INT8_T;
     case HVDA_MPI_INT16: return MPI_INT16_T;
+    case HVDA_MPI_UINT16: return MPI_UINT16_T;
     case HVDA_MPI_INT32: return MPI_INT32_T;
     case HVDA_MPI_INT64: return MPI_INT64_T;
     case HVDA_MPI_FLOAT32: return MPI_FLOAT;
@@ -167,7 +168,7 @@ static MPI_Datatype Type(int dtype) {
 static int TypeSize(int dtype) {
   switch (dtype) {
     case HVDA_MPI_UINT8: case HVDA_MPI_INT8: case HVDA_MPI_BOOL: return 1;
-    case HVDA_MPI_INT16: return 2;
+    case HVDA_MPI_INT16: case HVDA_MPI_UINT16: return 2;
     case HVDA_MPI_INT32: case HVDA_MPI_FLOAT32: return 4;
     case HVDA_MPI_INT64: case HVDA_MPI_FLOAT64: return 8;
     default: return 0;

@@ -38,7 +38,8 @@ enum {
   HVDA_MPI_BFLOAT16 = 6, /* no MPI type: unsupported */
   HVDA_MPI_FLOAT32 = 7,
   HVDA_MPI_FLOAT64 = 8,
-  HVDA_MPI_BOOL = 9 /* MPI_C_BOOL: no arithmetic reduction */
+  HVDA_MPI_BOOL = 9, /* MPI_C_BOOL: no arithmetic reduction */
+  HVDA_MPI_UINT16 = 10
 };
 
 /* Reductions: the core's ReduceOp numbering (Average and Adasum are not

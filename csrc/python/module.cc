@@ -50,6 +50,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("DTYPE_UINT8") = static_cast<int>(DataType::kUInt8);
   m.attr("DTYPE_INT8") = static_cast<int>(DataType::kInt8);
   m.attr("DTYPE_INT16") = static_cast<int>(DataType::kInt16);
+  m.attr("DTYPE_UINT16") = static_cast<int>(DataType::kUInt16);
   m.attr("DTYPE_INT32") = static_cast<int>(DataType::kInt32);
   m.attr("DTYPE_INT64") = static_cast<int>(DataType::kInt64);
   m.attr("DTYPE_FLOAT16") = static_cast<int>(DataType::kFloat16);

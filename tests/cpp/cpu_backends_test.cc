@@ -42,11 +42,13 @@ std::unique_ptr<CollectiveBackend> MakeBackend(const std::string& name,
 const DataType kAllTypes[] = {DataType::kUInt8,    DataType::kInt8,    DataType::kInt16,
                               DataType::kInt32,    DataType::kInt64,   DataType::kFloat16,
                               DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64,
-                              DataType::kBool};
+                              DataType::kBool,     DataType::kUInt16};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 const int64_t kCounts[] = {0, 1, 7, 1000, 100003};
 
-bool IsSigned(DataType t) { return t != DataType::kUInt8 && t != DataType::kBool; }
+bool IsSigned(DataType t) {
+  return t != DataType::kUInt8 && t != DataType::kUInt16 && t != DataType::kBool;
+}
 
 // Small integers: every partial result of every op over <= 4 ranks is exact
 // in every dtype, so any reduction order gives the same bits.
@@ -63,6 +65,7 @@ void Put(void* buf, int64_t i, DataType t, double v) {
     case DataType::kUInt8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
     case DataType::kInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
     case DataType::kInt16: static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v); break;
+    case DataType::kUInt16: static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(v); break;
     case DataType::kInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
     case DataType::kInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
     case DataType::kFloat16: static_cast<uint16_t*>(buf)[i] = FloatToHalf(static_cast<float>(v)); break;
@@ -78,6 +81,7 @@ double Load(const void* buf, int64_t i, DataType t) {
     case DataType::kUInt8: return static_cast<const uint8_t*>(buf)[i];
     case DataType::kInt8: return static_cast<const int8_t*>(buf)[i];
     case DataType::kInt16: return static_cast<const int16_t*>(buf)[i];
+    case DataType::kUInt16: return static_cast<const uint16_t*>(buf)[i];
     case DataType::kInt32: return static_cast<const int32_t*>(buf)[i];
     case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
     case DataType::kFloat16: return HalfToFloat(static_cast<const uint16_t*>(buf)[i]);

@@ -20,7 +20,7 @@ NativeStream N(hvda_stream_t s) { return reinterpret_cast<PluginStream*>(s)->nat
 
 // The library's dtype for d, or a failure naming it.
 hvda_status Dtype(PluginInstance* p, hvda_dtype d, int* out) {
-  *out = (d >= 0 && d <= HVDA_BOOL) ? p->spec().dtype[d] : -1;
+  *out = (d >= 0 && d <= HVDA_UINT16) ? p->spec().dtype[d] : -1;
   if (*out >= 0) return HVDA_OK;
   return Fail(HVDA_UNSUPPORTED, std::string(p->spec().ccl_name) + " has no element type for "
                                 "horovod_accel dtype " + std::to_string(d));
@@ -157,7 +157,7 @@ int Supports(hvda_collective coll, hvda_dtype dtype, hvda_reduce_op op) {
   switch (coll) {
     case HVDA_COLL_ALLREDUCE:
     case HVDA_COLL_REDUCESCATTER:
-      return dtype >= 0 && dtype <= HVDA_BOOL && dtype != HVDA_BOOL && spec->dtype[dtype] >= 0 &&
+      return dtype >= 0 && dtype <= HVDA_UINT16 && dtype != HVDA_BOOL && spec->dtype[dtype] >= 0 &&
              OpOf(*spec, op) >= 0;
     default:
       return 1;  // data movement runs on bytes

@@ -11,6 +11,7 @@ namespace vendor {
 
 // The ABI's dtype and reduce-op numbering is the core's (plugin.h).
 static_assert(HVDA_FLOAT64 == static_cast<int>(DataType::kFloat64), "dtype numbering");
+static_assert(HVDA_UINT16 == static_cast<int>(DataType::kUInt16), "dtype numbering");
 static_assert(HVDA_PRODUCT == static_cast<int>(ReduceOp::kProduct), "reduce op numbering");
 
 size_t DtypeSize(hvda_dtype dtype) {

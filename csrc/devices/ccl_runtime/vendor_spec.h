@@ -93,7 +93,7 @@ struct VendorSpec {
   // movement always runs on bytes).
   int ccl_in_progress;
   int ccl_remote_error;      // -1 when the library has no such result
-  int dtype[10];
+  int dtype[11];
   int op_sum, op_prod, op_max, op_min, op_avg;  // -1: absent
   int scalar_host_immediate;                    // PreMulSum scalar residence
   // The unique id is a 128-byte struct passed by value (NCCL, ECCL, RCCL);
@@ -112,9 +112,9 @@ inline void SetCudaLikeValues(VendorSpec* s) {
   s->stream_non_blocking = 1;
   s->event_disable_timing = 2;
   // By hvda_dtype: uint8, int8, int16 (none), int32, int64, float16,
-  // bfloat16, float32, float64, bool (as uint8).
-  const int dtypes[10] = {1, 0, -1, 2, 4, 6, 9, 7, 8, 1};
-  for (int i = 0; i < 10; ++i) s->dtype[i] = dtypes[i];
+  // bfloat16, float32, float64, bool (as uint8), uint16 (none).
+  const int dtypes[11] = {1, 0, -1, 2, 4, 6, 9, 7, 8, 1, -1};
+  for (int i = 0; i < 11; ++i) s->dtype[i] = dtypes[i];
   s->op_sum = 0;
   s->op_prod = 1;
   s->op_max = 2;

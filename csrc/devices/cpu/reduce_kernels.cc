@@ -44,27 +44,25 @@ HVDA_INLINE void Reduce2Body(T* d, const T* a, const T* b, int64_t n, ReduceOp o
   }
 }
 
-// NOTE [Exact float scaling]: data times a double factor is computed in
-// double and rounded once to the element type (as upstream Horovod's
-// ScaleBuffer does). For float32 data and a factor that is exactly a float
-// (1 / size for power-of-two sizes: the common Average), the product of two
-// floats has at most 48 significant bits and is exact in double, so rounding
-// it to float is what a float multiply does (IEEE rounds the exact product
-// once, overflow and subnormals included): the float multiply gives
-// bit-identical results without widening every element. Measured on a
-// 2-vCPU VM (2026-11-26, np 2, Average / Sum time of one allreduce in
-// interleaved blocks of one job): 1.11x at 1 and 16 MiB before (one job
-// each), 1.02-1.03x at 16 MiB after (3 jobs).
+// NOTE [Scaling contract]: prescale, postscale and Average factors are
+// applied as upstream Horovod's ScaleBuffer does, which upstream's own tests
+// check bit for bit at up to 3 ranks: the double factor is first rounded to
+// the element's compute type, then one multiplication in that type and one
+// rounding to the element type. The compute type is float for float32,
+// float16 and bfloat16 (16-bit floats are widened to float, multiplied and
+// rounded back), double for float64 and for every integer type (the product
+// is converted back by truncation toward zero, as a C cast does). So a
+// float32 tensor scaled by 0.1 gets x * 0.1f, not the double product
+// rounded once; for factors that are exactly floats (1 / size at
+// power-of-two sizes) the two agree.
 template <typename T>
 HVDA_INLINE void ScaleBody(T* buf, int64_t n, double factor) {
   if constexpr (std::is_same<T, float>::value) {
     const float f = static_cast<float>(factor);
-    if (static_cast<double>(f) == factor) {
-      for (int64_t i = 0; i < n; ++i) buf[i] *= f;
-      return;
-    }
+    for (int64_t i = 0; i < n; ++i) buf[i] *= f;
+  } else {
+    for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<T>(static_cast<double>(buf[i]) * factor);
   }
-  for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<T>(static_cast<double>(buf[i]) * factor);
 }
 
 #define HVDA_DEFINE_TYPED(SUFFIX, T)                                                  \
@@ -77,6 +75,7 @@ HVDA_INLINE void ScaleBody(T* buf, int64_t n, double factor) {
 HVDA_DEFINE_TYPED(u8, uint8_t)
 HVDA_DEFINE_TYPED(i8, int8_t)
 HVDA_DEFINE_TYPED(i16, int16_t)
+HVDA_DEFINE_TYPED(u16, uint16_t)
 HVDA_DEFINE_TYPED(i32, int32_t)
 HVDA_DEFINE_TYPED(i64, int64_t)
 HVDA_DEFINE_TYPED(f32, float)
@@ -126,6 +125,7 @@ void Reduce2Typed(void* d, const void* a, const void* b, int64_t n, DataType t, 
     HVDA_CASE(kUInt8, u8, uint8_t)
     HVDA_CASE(kInt8, i8, int8_t)
     HVDA_CASE(kInt16, i16, int16_t)
+    HVDA_CASE(kUInt16, u16, uint16_t)
     HVDA_CASE(kInt32, i32, int32_t)
     HVDA_CASE(kInt64, i64, int64_t)
     HVDA_CASE(kFloat32, f32, float)
@@ -193,6 +193,7 @@ void Scale(void* buf, int64_t count, DataType dtype, double factor) {
     case DataType::kUInt8: return Scale_u8(static_cast<uint8_t*>(buf), count, factor);
     case DataType::kInt8: return Scale_i8(static_cast<int8_t*>(buf), count, factor);
     case DataType::kInt16: return Scale_i16(static_cast<int16_t*>(buf), count, factor);
+    case DataType::kUInt16: return Scale_u16(static_cast<uint16_t*>(buf), count, factor);
     case DataType::kInt32: return Scale_i32(static_cast<int32_t*>(buf), count, factor);
     case DataType::kInt64: return Scale_i64(static_cast<int64_t*>(buf), count, factor);
     case DataType::kFloat32: return Scale_f32(static_cast<float*>(buf), count, factor);

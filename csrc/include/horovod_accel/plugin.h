@@ -89,7 +89,10 @@ typedef enum hvda_status {
 /* Element types: horovod_accel's numbering (csrc/common/dtype.h). */
 typedef enum hvda_dtype {
   HVDA_UINT8 = 0, HVDA_INT8 = 1, HVDA_INT16 = 2, HVDA_INT32 = 3, HVDA_INT64 = 4,
-  HVDA_FLOAT16 = 5, HVDA_BFLOAT16 = 6, HVDA_FLOAT32 = 7, HVDA_FLOAT64 = 8, HVDA_BOOL = 9
+  HVDA_FLOAT16 = 5, HVDA_BFLOAT16 = 6, HVDA_FLOAT32 = 7, HVDA_FLOAT64 = 8, HVDA_BOOL = 9,
+  /* Appended after ABI 1.0: a plugin that does not know a dtype answers 0 for it in
+   * supports(); data movement (allgather, broadcast, alltoall) runs on bytes. */
+  HVDA_UINT16 = 10
 } hvda_dtype;
 
 /* Reduction ops: upstream Horovod's numbering. The core never passes

@@ -41,6 +41,15 @@ def run_round(tag, steps_of):
             exp = float(sum((r + 1) * size for r in active)) / size
         check_equal(out, torch.full((3, 2), exp),
                     f"{tag} step {s} with active ranks {active} (others joined)")
+        if s % 2 == 1:
+            # Large enough for the shm backend's sliced algorithm, where a
+            # joined rank (which packs zeros) reduces and scales a slice
+            # that the active ranks receive: the Average must be applied
+            # once there too.
+            big = hvd.allreduce(torch.full((6000,), value * size, dtype=torch.float64),
+                                op=hvd.Average, name=f"big{s}")
+            check_equal(big, torch.full((6000,), exp, dtype=torch.float64),
+                        f"{tag} large Average step {s} with active ranks {active}")
         # An integer allreduce as well (zeros from joined ranks, not garbage).
         iout = hvd.allreduce(torch.full((4,), rank + 1, dtype=torch.int64), op=hvd.Sum,
                              name=f"istep{s}")
