@@ -5,6 +5,8 @@ Their defaults are framework-neutral objects (Compression.none is the shared
 NoneCompressor, Average the shared reduce-op constant, global_process_set the
 one global set), so the signatures are upstream's for every backend.
 """
+import keras
+
 from horovod_accel._keras import model_io as _model_io
 from horovod_accel._keras.optimizer import create_distributed_optimizer
 from horovod_accel.common.basics import HorovodBasics
@@ -15,7 +17,7 @@ from horovod_accel.common.util import get_average_backwards_compatibility_fun
 Average = HorovodBasics.Average
 _resolve_op = get_average_backwards_compatibility_fun(HorovodBasics)
 
-NAMES = ["DistributedOptimizer", "broadcast_global_variables", "allreduce", "allgather",
+NAMES = ["DistributedOptimizer", "PartialDistributedOptimizer", "broadcast_global_variables", "allreduce", "allgather",
          "broadcast", "reducescatter", "load_model"]
 
 
@@ -35,6 +37,32 @@ def make_api(backend):
             backend, optimizer, name, device_dense, device_sparse, compression, sparse_as_dense,
             gradient_predivide_factor, op, backward_passes_per_step,
             average_aggregated_gradients, num_groups, groups, process_set, scale_local_gradients)
+
+    def PartialDistributedOptimizer(optimizer, name=None, device_dense='', device_sparse='',
+                                    compression=NoneCompressor, sparse_as_dense=False,
+                                    gradient_predivide_factor=1.0, op=Average, groups=None,
+                                    process_set=global_process_set, local_layers=None,
+                                    scale_local_gradients=True):
+        """DistributedOptimizer whose gradients of the trainable weights of
+        `local_layers` (a keras Layer or a list of them) are not reduced:
+        each rank applies its own (divided by the set size with
+        scale_local_gradients, as upstream). ValueError if an entry of
+        local_layers is not a Layer."""
+        if local_layers is None:
+            local_layers = []
+        elif isinstance(local_layers, keras.layers.Layer):
+            local_layers = [local_layers]
+        elif not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
+            raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
+        opt = DistributedOptimizer(
+            optimizer, name=name, device_dense=device_dense, device_sparse=device_sparse,
+            compression=compression, sparse_as_dense=sparse_as_dense,
+            gradient_predivide_factor=gradient_predivide_factor, op=op, groups=groups,
+            process_set=process_set, scale_local_gradients=scale_local_gradients)
+        for layer in local_layers:
+            for var in layer.trainable_weights:
+                opt.register_local_var(var)
+        return opt
 
     def broadcast_global_variables(root_rank):
         """Keras 2's TF1-session broadcast has no Keras 3 counterpart (no

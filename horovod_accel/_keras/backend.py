@@ -24,6 +24,14 @@ class KerasBackend:
         raise ValueError if the backend cannot aggregate inside model.fit."""
         raise NotImplementedError
 
+    def compute_gradients(self, loss, var_list, grad_loss, tape):
+        """(grads, variables): the local gradients of `loss` (a callable, or a
+        tensor recorded on `tape`) with respect to var_list (Keras 2's
+        optimizer.compute_gradients)."""
+        raise NotImplementedError(
+            "compute_gradients()/_compute_gradients() (Keras 2's optimizer API) need the "
+            "TensorFlow backend; compute the gradients yourself and call apply_gradients().")
+
     def check_traceable(self):
         """Raise a clear error if the current trace cannot run Horovod ops
         (e.g. an XLA compilation)."""

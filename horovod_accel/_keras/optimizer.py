@@ -10,6 +10,11 @@ update). With backward_passes_per_step > 1 they are first summed locally and
 reduced and applied every that many steps (the optimizer's `iterations` then
 counts applied steps only).
 
+Keras 2's `compute_gradients` / `_compute_gradients` (which upstream's
+wrapper overrode to reduce) are provided too on the TensorFlow backend: they
+return reduced gradients, and apply_gradients() of exactly those gradients
+does not reduce them again.
+
 `DistributedOptimizer(opt)` returns a new optimizer of a dynamic subclass of
 type(opt) (so isinstance holds), created from `opt.get_config()` like
 upstream; its class keeps opt's name and module, so a model saved with it
@@ -49,6 +54,36 @@ class _DistributedOptimizerMixin:
         """Gradients of `var` are not reduced (a worker-local variable)."""
         self._hvd_reducer.register_local(var)
 
+    def compute_gradients(self, loss, var_list, tape=None):
+        """Keras 2's optimizer API, kept from upstream's wrapper: the reduced
+        gradients of `loss` as a list of (gradient, variable); see
+        _compute_gradients."""
+        return self._compute_gradients(loss, var_list, None, tape)
+
+    def _compute_gradients(self, loss, var_list, grad_loss=None, tape=None):
+        """Gradients of `loss` (a callable, or a tensor recorded on `tape`)
+        with respect to `var_list`, reduced across the process set like
+        apply() would (with backward_passes_per_step > 1: accumulated, and
+        reduced on every N-th pass), as a list of (gradient, variable).
+        apply_gradients() given exactly these gradients applies them without
+        reducing them again. TensorFlow backend only."""
+        grads, variables = self._hvd_backend.compute_gradients(loss, var_list, grad_loss, tape)
+        if self._hvd_aggregator is None:
+            reduced = self._hvd_reducer.reduce(grads, variables)
+        else:
+            reduced = self._hvd_aggregator.compute(grads, variables)
+        # object.__setattr__: Keras would track a list attribute.
+        object.__setattr__(self, "_hvd_reduced", tuple(reduced))
+        return list(zip(reduced, variables))
+
+    def _hvd_take_reduced(self, grads):
+        """True if `grads` are the gradients the last _compute_gradients
+        returned (the same objects), which are reduced already."""
+        reduced = getattr(self, "_hvd_reduced", None)
+        object.__setattr__(self, "_hvd_reduced", None)
+        return (reduced is not None and len(reduced) == len(grads)
+                and all(a is b for a, b in zip(reduced, grads)))
+
     def build(self, variables):
         super().build(variables)
         if self._hvd_aggregator is not None:
@@ -70,9 +105,12 @@ class _DistributedOptimizerMixin:
                 with keras.name_scope(self.name, caller=self):
                     self.build(variables)
                 self.built = True
+        already_reduced = self._hvd_take_reduced(grads)
         if self._hvd_aggregator is None:
-            return super().apply(self._hvd_reducer.reduce(grads, variables), trainable_variables)
-        reduced = self._hvd_aggregator.compute(grads, variables)
+            if not already_reduced:
+                grads = self._hvd_reducer.reduce(grads, variables)
+            return super().apply(grads, trainable_variables)
+        reduced = grads if already_reduced else self._hvd_aggregator.compute(grads, variables)
         self._hvd_aggregator.apply(lambda: super(_DistributedOptimizerMixin, self).apply(
             reduced, trainable_variables))
 

@@ -6,10 +6,57 @@ no per-framework extension to probe in a subprocess.
 """
 import importlib.util
 import os
+import sysconfig
 import warnings
 from contextlib import contextmanager
 
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
+
+# The frameworks upstream builds an extension for (kept for code that reads it).
+EXTENSIONS = ['tensorflow', 'torch', 'mxnet']
+
+
+def get_ext_suffix():
+    """The file suffix of a Python extension module of this interpreter
+    (e.g. '.cpython-311-x86_64-linux-gnu.so')."""
+    return sysconfig.get_config_var('EXT_SUFFIX') or sysconfig.get_config_var('SO') or '.so'
+
+
+def get_extension_full_path(pkg_path, *args):
+    """Upstream's path of an extension: `dirname(pkg_path)/args[:-1]/args[-1]<suffix>`."""
+    assert len(args) >= 1
+    dir_path = os.path.join(os.path.dirname(pkg_path), *args[:-1])
+    return os.path.join(dir_path, args[-1] + get_ext_suffix())
+
+
+def _cache(f):
+    """Memoises f on its (hashable) arguments, as upstream's helper."""
+    cache = {}
+
+    def wrapper(*args, **kwargs):
+        key = (args, frozenset(kwargs.items()))
+        if key in cache:
+            return cache[key]
+        retval = f(*args, **kwargs)
+        cache[key] = retval
+        return retval
+
+    return wrapper
+
+
+@_cache
+def is_version_greater_equal_than(ver, target):
+    """True if version string `ver` >= `target` ('major.minor.patch'); ValueError
+    for non-string arguments or a target not of that form (upstream's contract)."""
+    from packaging import version
+    if any(not isinstance(s, str) for s in (ver, target)):
+        raise ValueError(f"This function only accepts string arguments. \nReceived:\n"
+                         f"\t- ver (type {type(ver)}: {ver})"
+                         f"\t- target (type {type(target)}: {target})")
+    if len(target.split(".")) != 3:
+        raise ValueError(f"We only accepts target version values in the form of: "
+                         f"major.minor.patch. Received: {target}")
+    return version.parse(ver) >= version.parse(target)
 
 
 def is_iterable(x):

@@ -10,7 +10,7 @@ from horovod_accel.torch import (  # noqa: F401 -- the basics, re-exported
     mpi_enabled, mpi_threads_supported, nccl_built, rank, remove_process_set, rocm_built,
     shutdown, size, start_timeline, stop_timeline)
 
-# DistributedOptimizer, broadcast_global_variables, allreduce, allgather,
-# broadcast, reducescatter, load_model
+# DistributedOptimizer, PartialDistributedOptimizer, broadcast_global_variables,
+# allreduce, allgather, broadcast, reducescatter, load_model
 globals().update(_make_api(_BACKEND))
 __all__ = [n for n in globals() if not n.startswith("_")]

@@ -6,8 +6,10 @@ Layers: mpi_ops.py (the op library: ops, basics, process sets), then what
 this package adds above it -- reductions.py (public allreduce & co. with
 compression and tf.IndexedSlices), functions.py (variable and object
 broadcasts, BroadcastGlobalVariablesHook), gradient_tape.py, optimizer.py
-(TF1 DistributedOptimizer), sync_batch_norm.py, and keras/ (Keras 3). Not
-provided: `hvd.elastic` (horovod_accel has no elastic support yet).
+(TF1 DistributedOptimizer), sync_batch_norm.py, util.py (upstream's
+`horovod.tensorflow.util` helpers: `_executing_eagerly`, `vars_to_refs`, ...)
+and keras/ (Keras 3). Not provided: `hvd.elastic` (horovod_accel has no
+elastic support yet).
 """
 from horovod_accel.tensorflow.compression import Compression
 from horovod_accel.tensorflow.functions import (BroadcastGlobalVariablesHook, allgather_object,
@@ -27,3 +29,6 @@ from horovod_accel.tensorflow.optimizer import DistributedOptimizer
 from horovod_accel.tensorflow.reductions import (allreduce, grouped_allreduce,
                                                  grouped_reducescatter, reducescatter)
 from horovod_accel.tensorflow.sync_batch_norm import SyncBatchNormalization
+from horovod_accel.tensorflow import util  # noqa: F401 -- `hvd.util`, as upstream
+from horovod_accel.tensorflow.util import (_cache, _executing_eagerly, _make_subgraph,  # noqa: F401
+                                           refs_to_vars, vars_to_refs)

@@ -37,6 +37,19 @@ class _DistributedGradientTapeMixin:
         reduced = self._hvd_reducer.reduce(flat_grads, flat_sources)
         return tf.nest.pack_sequence_as(grads, reduced, expand_composites=False)
 
+    def get_local_and_global_gradients(self, target, sources, output_gradients=None,
+                                       use_generic_names=False):
+        """gradient(), split as upstream: (local, global), two lists of
+        (source, gradient) in the order of `sources` (a flat list) -- the
+        sources registered local, and the others (reduced)."""
+        sources = list(sources)
+        grads = self.gradient(target, sources, output_gradients=output_gradients,
+                              use_generic_names=use_generic_names)
+        local_pairs, global_pairs = [], []
+        for s, g in zip(sources, grads):
+            (local_pairs if self._hvd_reducer.is_local(s) else global_pairs).append((s, g))
+        return local_pairs, global_pairs
+
 
 def DistributedGradientTape(gradtape, device_dense='', device_sparse='',
                             compression=Compression.none, sparse_as_dense=False, op=Average,

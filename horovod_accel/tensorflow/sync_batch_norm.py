@@ -19,9 +19,14 @@ from horovod_accel.tensorflow.reductions import grouped_allreduce
 class SyncBatchNormalization(keras.layers.BatchNormalization):
     """BatchNormalization with statistics synchronised across ranks
     (arguments: keras.layers.BatchNormalization's; `synchronized` is
-    always on and must not be passed)."""
+    always on and must not be passed). `fused` is upstream's argument:
+    False (the default) is accepted and ignored -- Keras 3's
+    BatchNormalization has no fused kernel to choose -- and True or None
+    raise ValueError, as upstream."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, fused=False, **kwargs):
+        if fused in (True, None):
+            raise ValueError("SyncBatchNormalization does not support fused=True.")
         if kwargs.pop("synchronized", False):
             raise ValueError("SyncBatchNormalization is always synchronized through Horovod; do "
                              "not pass synchronized=True (that selects tf.distribute).")

@@ -19,7 +19,7 @@ from horovod_accel.tensorflow import (  # noqa: F401 -- the basics, re-exported
 from horovod_accel.tensorflow.keras import callbacks  # noqa: F401
 from horovod_accel.tensorflow.keras.backend import BACKEND as _BACKEND
 
-# DistributedOptimizer, broadcast_global_variables, allreduce, allgather,
-# broadcast, reducescatter, load_model
+# DistributedOptimizer, PartialDistributedOptimizer, broadcast_global_variables,
+# allreduce, allgather, broadcast, reducescatter, load_model
 globals().update(_make_api(_BACKEND))
 __all__ = [n for n in globals() if not n.startswith("_")]

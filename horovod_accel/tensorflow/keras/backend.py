@@ -30,6 +30,21 @@ class TFKerasBackend(KerasBackend):
     def aggregator(self, passes, average_aggregated_gradients, reducer):
         return LocalAggregator(passes, average_aggregated_gradients, reducer, _make_variable)
 
+    def compute_gradients(self, loss, var_list, grad_loss, tape):
+        # Keras 2's Optimizer._compute_gradients.
+        if not callable(loss) and tape is None:
+            raise ValueError("`tape` is required when a `Tensor` loss is passed.")
+        tape = tf.GradientTape() if tape is None else tape
+        if callable(loss):
+            with tape:
+                if not callable(var_list):
+                    tape.watch([v for v in var_list if isinstance(v, tf.Variable)])
+                loss = loss()
+                if callable(var_list):
+                    var_list = var_list()
+        var_list = list(tf.nest.flatten(var_list))
+        return list(tape.gradient(loss, var_list, grad_loss)), var_list
+
     def check_traceable(self):
         if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
             raise ValueError(_XLA_ERROR)

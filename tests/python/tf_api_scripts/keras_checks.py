@@ -184,6 +184,81 @@ def value_helpers_and_errors():
 
 
 @check
+def partial_distributed_optimizer_keeps_local_layers_local():
+    # One SGD step from the same start: the shared layer gets the averaged
+    # gradient (same on every rank); the local layer its own gradient divided
+    # by the size (scale_local_gradients), i.e. a plain step with lr / size.
+    m = model(seed=6)
+    local = m.layers[0]
+    opt = hvd.PartialDistributedOptimizer(keras.optimizers.SGD(0.1), local_layers=local)
+    compile_(m, opt)
+    x, y = rank_data(hvd.rank())
+    m.train_on_batch(x, y)
+    same_on_every_rank(np.concatenate([np.ravel(keras.ops.convert_to_numpy(v))
+                                       for v in m.layers[1].weights]), "shared layer weights")
+    ref = model(seed=6)
+    compile_(ref, keras.optimizers.SGD(0.1 / hvd.size()))
+    ref.train_on_batch(x, y)
+    for mine, plain in zip(local.weights, ref.layers[0].weights):
+        close(keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(plain),
+              "local layer = plain step with lr / size", tol=1e-5)
+    try:
+        hvd.PartialDistributedOptimizer(keras.optimizers.SGD(), local_layers=[local, "x"])
+    except ValueError as e:
+        assert "Layer" in str(e), e
+    else:
+        raise AssertionError("a local layer that is not a Layer must raise ValueError")
+
+
+@check
+def compute_gradients_reduces_once():
+    # Keras 2's (_)compute_gradients, kept from upstream's wrapper: reduced
+    # gradients that apply_gradients() applies without reducing them again.
+    if keras.backend.backend() != "tensorflow":
+        try:
+            hvd.DistributedOptimizer(keras.optimizers.SGD()).compute_gradients(
+                lambda: 0.0, [keras.Variable(1.0)])
+        except NotImplementedError:
+            return
+        raise AssertionError("compute_gradients needs the TensorFlow backend")
+    import tensorflow as tf  # noqa: PLC0415
+
+    size, r = hvd.size(), hvd.rank()
+    w = tf.Variable([1.0, 2.0])
+    c = tf.constant([1.0 + r, -r])           # d(sum(c * w))/dw = c
+    csum = np.array([sum(1.0 + q for q in range(size)), -sum(range(size))])
+    opt = hvd.DistributedOptimizer(keras.optimizers.SGD(1.0), op=hvd.Sum)
+    gv = opt._compute_gradients(lambda: tf.reduce_sum(c * w), [w])
+    close(gv[0][0], csum, "_compute_gradients returns the reduced gradient")
+    assert gv[0][1] is w
+    opt.apply_gradients(gv)
+    close(w, np.array([1.0, 2.0]) - csum, "applied once (Sum reduced once, not twice)")
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(c * w)
+    opt.apply_gradients(opt.compute_gradients(loss, [w], tape=tape))
+    close(w, np.array([1.0, 2.0]) - 2 * csum, "compute_gradients(loss, vars, tape)")
+    # backward_passes_per_step=2 inside tf.function (as upstream's tests): the
+    # second pass applies the reduced sum of both passes.
+    v = tf.Variable([0.0, 0.0])
+    agg = hvd.DistributedOptimizer(keras.optimizers.SGD(1.0), op=hvd.Sum,
+                                   backward_passes_per_step=2)
+
+    @tf.function
+    def step():
+        agg.apply_gradients(agg._compute_gradients(lambda: tf.reduce_sum(c * v), [v]))
+    step()
+    close(v, [0.0, 0.0], "nothing applied after the first pass")
+    step()
+    close(v, -2 * csum, "both passes applied after the second")
+    try:
+        opt.compute_gradients(tf.constant(1.0), [w])
+    except ValueError as e:
+        assert "tape" in str(e), e
+    else:
+        raise AssertionError("a tensor loss without tape must raise ValueError")
+
+
+@check
 def jit_compile_true_is_refused_clearly():
     m = model(seed=4)
     compile_(m, hvd.DistributedOptimizer(keras.optimizers.SGD(0.1)), jit_compile=True)

@@ -116,6 +116,52 @@ def partial_tape_keeps_local_layers_local():
 
 
 @check
+def partial_tape_local_and_global_gradients():
+    # Upstream's split of gradient(): (source, gradient) pairs, local ones first.
+    shared, local = keras.layers.Dense(1, use_bias=False), keras.layers.Dense(1, use_bias=False)
+    x = tf.constant(data(hvd.rank())[:, :2])
+    shared.build((None, 2))
+    local.build((None, 2))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(shared(x) + local(x))
+    tape = hvd.PartialDistributedGradientTape(tape, local_layers=local)
+    local_pairs, global_pairs = tape.get_local_and_global_gradients(
+        loss, [shared.kernel, local.kernel])
+    assert [v is local.kernel for v, _ in local_pairs] == [True], local_pairs
+    assert [v is shared.kernel for v, _ in global_pairs] == [True], global_pairs
+    own = data(hvd.rank())[:, :2].sum(0).reshape(2, 1)
+    avg = np.mean([data(r)[:, :2].sum(0) for r in range(hvd.size())], axis=0).reshape(2, 1)
+    close(global_pairs[0][1], avg, "global (reduced) gradient")
+    close(local_pairs[0][1], own / hvd.size(), "local gradient")
+
+
+@check
+def upstream_util_module_surface():
+    # horovod.tensorflow.util (upstream's tests import _executing_eagerly from it).
+    from horovod.tensorflow.util import (_cache, _executing_eagerly, _make_subgraph,
+                                         refs_to_vars, vars_to_refs)
+    assert hvd.util._executing_eagerly is _executing_eagerly
+    assert hvd._executing_eagerly is _executing_eagerly
+    assert _executing_eagerly() is True
+    assert not _make_subgraph(lambda: tf.constant(_executing_eagerly()))().numpy()
+    with tf.Graph().as_default():
+        assert _executing_eagerly() is False
+    calls = []
+
+    @_cache
+    def square(n):
+        calls.append(n)
+        return n * n
+    assert (square(3), square(3), square(4)) == (9, 9, 16) and calls == [3, 4], calls
+    v, k = tf.Variable(1.0), keras.Variable(2.0)
+    refs = vars_to_refs([v, [k, v]])
+    assert refs == vars_to_refs([v, [k, v]]) and hash(refs) == hash(vars_to_refs([v, [k, v]]))
+    back = refs_to_vars(refs)
+    assert back[0] is v and back[1][1] is v, back
+    assert back[1][0] is k.value, "a Keras variable is referenced through its tf.Variable"
+
+
+@check
 def public_allreduce_and_grouped():
     x = tf.constant(data(hvd.rank()))
     avg = np.mean([data(r) for r in range(hvd.size())], axis=0)
@@ -163,6 +209,15 @@ def sync_batch_norm_uses_global_statistics():
     mean, var = everything.mean(0), everything.var(0)
     close(y, (x - mean) / np.sqrt(var), "normalised by the global statistics", tol=1e-4)
     close(layer.moving_mean, mean, "moving mean")
+    # Upstream's `fused` argument: False accepted (Keras 3 has no fused kernel), else ValueError.
+    hvd.SyncBatchNormalization(fused=False, axis=1)
+    for fused in (True, None):
+        try:
+            hvd.SyncBatchNormalization(fused=fused)
+        except ValueError as e:
+            assert "fused" in str(e), e
+        else:
+            raise AssertionError(f"SyncBatchNormalization(fused={fused}) must raise ValueError")
 
 
 # ---------------------------------------------------------------- TF1 graph mode
