@@ -20,7 +20,7 @@ std::shared_ptr<Work> FailedWork(const Status& st) {
 Status ValidateAdasum(const EnqueueArgs& a, int process_set_id) {
   const std::string& n = a.name;
   if (a.type != RequestType::kAllreduce)
-    return Status::InvalidArgument(std::string(RequestTypeOpName(a.type)) + " of '" + n +
+    return Status::Unimplemented(std::string(RequestTypeOpName(a.type)) + " of '" + n +
                                    "' does not support op=Adasum; use allreduce, or "
                                    "op=hvd.Average / hvd.Sum.");
   if (!AdasumSupportsDtype(a.dtype))
@@ -28,10 +28,10 @@ Status ValidateAdasum(const EnqueueArgs& a, int process_set_id) {
                                    "(float16, bfloat16, float32 or float64), got " +
                                    DataTypeName(a.dtype) + "; convert it or use op=hvd.Sum.");
   if (a.device >= 0)
-    return Status::InvalidArgument("Adasum of tensor '" + n + "' runs on CPU tensors only; move "
+    return Status::Unimplemented("Adasum of tensor '" + n + "' runs on CPU tensors only; move "
                                    "the tensor to the CPU or use op=hvd.Average.");
   if (process_set_id != 0)
-    return Status::InvalidArgument("Adasum of tensor '" + n + "' is only supported on the global "
+    return Status::Unimplemented("Adasum of tensor '" + n + "' is only supported on the global "
                                    "process set, not process set " +
                                    std::to_string(process_set_id) + ".");
   return Status::OK();

@@ -10,7 +10,8 @@
 //                     dtype: int, shape: sequence of int, device: -1 | DeviceRef,
 //                     op: int, prescale: float, postscale: float) -> Work
 // ValueError for an argument the core refuses (unknown dtype, name in
-// flight, ...), TypeError for a wrong Python type or argument count,
+// flight, ...), NotImplementedError for a valid request this build does not
+// offer (Adasum on a process set), TypeError for a wrong Python type or argument count,
 // CollectiveError for a core failure.
 #include <pybind11/pybind11.h>
 

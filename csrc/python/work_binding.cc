@@ -199,6 +199,10 @@ const std::shared_ptr<Work>* WorkOf(PyObject* o) {
 
 void RaiseStatus(const Status& st) {
   if (st.code() == StatusCode::kInvalidArgument) throw py::value_error(st.reason());
+  if (st.code() == StatusCode::kUnimplemented) {
+    PyErr_SetString(PyExc_NotImplementedError, st.reason().c_str());
+    throw py::error_already_set();
+  }
   py::object exc = py::module_::import("horovod_accel._core").attr("CollectiveError");
   PyErr_SetString(exc.ptr(), st.reason().c_str());
   throw py::error_already_set();

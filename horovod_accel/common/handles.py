@@ -102,8 +102,10 @@ class HandleTable:
         `result` (the per-op fast path: no closure to build).
 
         Enqueue-time errors: ValueError (bad arguments, a name still
-        reserved, not initialized) propagates; other core errors become
-        HorovodInternalError. Either way no number is consumed.
+        reserved, not initialized) and NotImplementedError (a valid request
+        this build does not offer, e.g. reducescatter with Adasum; a
+        RuntimeError, as upstream's callers expect) propagate; other core
+        errors become HorovodInternalError. Either way no number is consumed.
         """
         if name is not None:
             base = f"{op}.{name}"
@@ -181,7 +183,7 @@ def _core_names(base, group_size):
 def _call_enqueue(enqueue, *args):
     try:
         works = enqueue(*args)
-    except ValueError:
+    except (ValueError, NotImplementedError):  # refused at enqueue: the caller's to handle
         raise
     except RuntimeError as e:
         raise HorovodInternalError(str(e)) from e
@@ -208,7 +210,7 @@ def submit_allreduce(op, name, enqueue, process_set_id, input_ptr, output_ptr, d
     try:  # _call_enqueue's error translation, inline: one call less per op
         work = enqueue(f"{op}.{name}", process_set_id, input_ptr, output_ptr, dtype, shape,
                        device, reduce_op, prescale, postscale)
-    except ValueError:
+    except (ValueError, NotImplementedError):
         raise
     except RuntimeError as e:
         raise HorovodInternalError(str(e)) from e

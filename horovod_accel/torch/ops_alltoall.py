@@ -107,7 +107,8 @@ def reducescatter_async(tensor, name=None, op=HorovodBasics.Average, process_set
     """Starts reducing `tensor` (same shape on every rank) over `process_set`
     and scattering the result along dim 0: this rank receives its share of
     rows (see module doc). op: Average (default), Sum, Min, Max or Product;
-    Adasum and scalar tensors raise ValueError. Returns a handle;
+    Adasum raises NotImplementedError (a RuntimeError, as upstream), a scalar
+    tensor ValueError. Returns a handle;
     synchronize(handle) returns the new tensor."""
     _check_reducescatter(tensor)
     ps_id = registered_id(process_set)

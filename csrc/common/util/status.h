@@ -15,6 +15,9 @@ enum class StatusCode : int {
   kInvalidArgument = 4,  // caller's fault, detectable locally
   kTimeout = 5,
   kUnavailable = 6,      // a library, device or plugin is missing here
+  kUnimplemented = 7,    // a valid request this build does not offer (reducescatter with
+                         // Adasum, ...): NotImplementedError in Python, a RuntimeError
+                         // as upstream's callers expect
 };
 
 class Status {
@@ -27,6 +30,9 @@ class Status {
   static Status InvalidArgument(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
   static Status Timeout(std::string m) { return Status(StatusCode::kTimeout, std::move(m)); }
   static Status Unavailable(std::string m) { return Status(StatusCode::kUnavailable, std::move(m)); }
+  static Status Unimplemented(std::string m) {
+    return Status(StatusCode::kUnimplemented, std::move(m));
+  }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

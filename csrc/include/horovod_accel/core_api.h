@@ -58,7 +58,8 @@ typedef enum hvda_core_status {
   HVDA_CORE_ABORTED = 3,          /* shut down, or a peer / the transport failed */
   HVDA_CORE_INVALID_ARGUMENT = 4, /* the caller's fault, detected on this rank */
   HVDA_CORE_TIMEOUT = 5,
-  HVDA_CORE_UNAVAILABLE = 6
+  HVDA_CORE_UNAVAILABLE = 6,
+  HVDA_CORE_UNIMPLEMENTED = 7     /* a valid request this build does not offer */
 } hvda_core_status;
 
 /* Operation kinds (the core's RequestType values). */

@@ -4,6 +4,8 @@ ValueError before init, start_timeline without HOROVOD_TIMELINE.
 Works as a launched job (any np) and as a plain `python basics.py`
 (a size-1 job: no HOROVOD_* variables)."""
 import os
+import random
+import time
 
 import torch
 
@@ -75,6 +77,20 @@ for generation in (1, 2):
     hvd.init()
     check_topology()
     check_collectives(generation)
+
+# init -> shutdown -> init (upstream's test_horovod_reinit, then its tearDown's
+# barrier + shutdown) with each rank pausing at different points: a peer's
+# shutdown of an earlier generation must never fail a later one, whichever
+# rank gets where first.
+delays = random.Random(7 + ENV["rank"])
+for generation in range(3, 15):
+    hvd.shutdown()
+    time.sleep(delays.choice((0, 0, 0.002, 0.02, 0.1)))
+    hvd.init()
+    time.sleep(delays.choice((0, 0, 0.002, 0.02, 0.1)))
+    check_topology()
+    check_collectives(generation)
+    hvd.barrier()
 
 hvd.shutdown()
 check(not hvd.is_initialized(), "final shutdown")

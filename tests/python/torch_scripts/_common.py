@@ -39,11 +39,13 @@ def values(dtype, rank, n, product=False, shift=0):
 
 
 def scale_like_core(t, factor):
-    """What the core's Scale does: multiply in double (in float for 16-bit
-    floats) and convert back, truncating integers."""
+    """What the core's Scale does (upstream's contract, NOTE [Scaling
+    contract]): the factor rounded to the compute type, one multiply in it
+    (float for float32 and 16-bit floats, double for float64 and integers),
+    converted back, integers truncated."""
     if factor == 1.0:
         return t
-    if t.dtype in (torch.float16, torch.bfloat16):
+    if t.dtype in (torch.float16, torch.bfloat16, torch.float32):
         return (t.float() * torch.tensor(factor, dtype=torch.float32)).to(t.dtype)
     return (t.double() * factor).to(t.dtype)
 
