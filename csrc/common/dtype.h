@@ -68,6 +68,27 @@ inline const char* DataTypeName(DataType t) {
 
 inline bool IsValidDataType(int32_t v) { return v >= 0 && v < kNumDataTypes; }
 
+// NOTE [Scaling contract]: a prescale or postscale factor the user gave (or
+// a postscale combined with Average's 1/N) is rounded to the element's
+// compute type before the data is scaled, as upstream Horovod's ScaleBuffer
+// does (upstream's own tests check that bit for bit at up to 3 ranks):
+// float for float32, float16 and bfloat16, double for float64 and integers.
+// Average's 1/N alone stays a double: the host kernels then round the
+// double product once, which is x / N correctly rounded, and equals
+// upstream's result whenever 1/N is a float (N a power of two).
+inline double RoundScaleFactor(DataType t, double factor) {
+  const bool in_float = t == DataType::kFloat32 || t == DataType::kFloat16 ||
+                        t == DataType::kBFloat16;
+  return in_float ? static_cast<double>(static_cast<float>(factor)) : factor;
+}
+
+// The factor an Average/Sum result is multiplied by after the reduction:
+// postscale, times 1/N for Average over N ranks (NOTE [Scaling contract]).
+inline double PostScaleFactor(DataType t, double postscale, bool average, int n) {
+  if (postscale == 1.0) return average ? 1.0 / n : 1.0;
+  return RoundScaleFactor(t, postscale * (average ? 1.0 / n : 1.0));
+}
+
 inline const char* ReduceOpName(ReduceOp op) {
   switch (op) {
     case ReduceOp::kAverage: return "Average";

@@ -345,7 +345,8 @@ Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
                            std::vector<bool>& have) {
   CollectiveBackend* backend = Pick(CollectiveKind::kAllreduce, r.dtype, r.reduce_op);
   if (backend == nullptr) return NoBackend(CollectiveKind::kAllreduce, r);
-  const double post = r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / backend->size() : 1.0);
+  const double post =
+      PostScaleFactor(r.dtype, r.postscale, r.reduce_op == ReduceOp::kAverage, backend->size());
 
   // The backend reads every input and writes every output where they are:
   // no fusion-buffer packing (NOTE [Reducing in place of the caller]).
@@ -363,7 +364,9 @@ Status Executor::Allreduce(const Response& r, std::vector<TensorEntry>& entries,
   bool direct;
   HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
   if (r.prescale != 1.0)
-    HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale, stream_.get()));
+    HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype,
+                                                    RoundScaleFactor(r.dtype, r.prescale),
+                                                    stream_.get()));
   // NOTE [Postscale inside a spans backend]: a backend that ReducesSpans()
   // may hand a rank a slice another rank reduced (and scaled), so every
   // rank must pass it the same postscale: whether this rank packed (a
@@ -408,7 +411,8 @@ Status Executor::Adasum(const Response& r, std::vector<TensorEntry>& entries,
   bool direct;
   HVDA_RETURN_IF_ERROR(Pack(r, entries, have, &buf, &direct));
   if (r.prescale != 1.0)
-    HVDA_RETURN_IF_ERROR(device_->execution().Scale(buf, count, r.dtype, r.prescale, stream_.get()));
+    HVDA_RETURN_IF_ERROR(device_->execution().Scale(
+        buf, count, r.dtype, RoundScaleFactor(r.dtype, r.prescale), stream_.get()));
   HostBuffer gathered(static_cast<size_t>(bytes) * n);
   Begin(r, *backend, "ADASUM_ALLGATHER");
   Status st = backend->Allgatherv(buf, gathered.data(), std::vector<int64_t>(n, bytes), stream_.get());
@@ -421,8 +425,8 @@ Status Executor::Adasum(const Response& r, std::vector<TensorEntry>& entries,
   End(r);
   HVDA_RETURN_IF_ERROR(st);
   if (r.postscale != 1.0)
-    HVDA_RETURN_IF_ERROR(
-        device_->execution().Scale(buf, count, r.dtype, r.postscale, stream_.get()));
+    HVDA_RETURN_IF_ERROR(device_->execution().Scale(
+        buf, count, r.dtype, RoundScaleFactor(r.dtype, r.postscale), stream_.get()));
   if (!direct) HVDA_RETURN_IF_ERROR(Unpack(r, entries, have));
   return Status::OK();
 }
@@ -500,8 +504,8 @@ Status Executor::Reducescatter(const Response& r, TensorEntry& e) {
     HVDA_RETURN_IF_ERROR(EnsureFusionBuffer(total * DataTypeSize(r.dtype)));
     HVDA_RETURN_IF_ERROR(device_->memory().CopyAsync(fusion_, e.input,
                                                      total * DataTypeSize(r.dtype), stream_.get()));
-    HVDA_RETURN_IF_ERROR(
-        device_->execution().Scale(fusion_, total, r.dtype, r.prescale, stream_.get()));
+    HVDA_RETURN_IF_ERROR(device_->execution().Scale(
+        fusion_, total, r.dtype, RoundScaleFactor(r.dtype, r.prescale), stream_.get()));
     in = fusion_;
   }
   Begin(r, *backend, "REDUCESCATTER");
@@ -509,7 +513,8 @@ Status Executor::Reducescatter(const Response& r, TensorEntry& e) {
       backend->Reducescatter(in, e.output, counts, r.dtype, WireOp(r.reduce_op), stream_.get());
   End(r);
   HVDA_RETURN_IF_ERROR(st);
-  const double post = r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / n : 1.0);
+  const double post =
+      PostScaleFactor(r.dtype, r.postscale, r.reduce_op == ReduceOp::kAverage, n);
   if (post != 1.0)
     HVDA_RETURN_IF_ERROR(device_->execution().Scale(e.output, counts[backend->rank()], r.dtype,
                                                     post, stream_.get()));

@@ -16,8 +16,11 @@ Status Runtime::AddProcessSet(std::vector<int> ranks, int* id) {
   std::sort(ranks.begin(), ranks.end());
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
+    // The global set does not count: as upstream (whose global set is
+    // registered without a rank list), a set of every rank may be added and
+    // is a set of its own.
     for (const auto& kv : sets_)
-      if (kv.second->ranks == ranks)
+      if (kv.first != 0 && kv.second->ranks == ranks)
         return Status::InvalidArgument("a process set with ranks " +
                                        ShapeString(std::vector<int64_t>(ranks.begin(), ranks.end())) +
                                        " already exists (id " + std::to_string(kv.first) + ").");

@@ -120,25 +120,22 @@ TEST(CpuKernels, ScaleTruncatesIntegersTowardZero) {
   EXPECT_EQ(d, (std::vector<double>{0.25, 0.75}));
 }
 
-// NOTE [Scaling contract]: a float32 tensor is scaled by the factor rounded
-// to float, one float multiply (upstream's ScaleBuffer, which upstream's
-// tests check bit for bit), for every kind of value (random bit patterns:
-// subnormals, huge values, infinities, NaNs) and lengths that leave vector
-// remainders; integers are scaled in double and truncated.
-TEST(CpuKernels, Float32ScalingMultipliesByTheFloatFactor) {
+// NOTE [Exact float scaling]: every float32 factor takes the float multiply,
+// others the double one; both must equal rounding the double product once,
+// for every kind of value (random bit patterns: subnormals, huge values,
+// infinities, NaNs) and lengths that leave vector remainders.
+TEST(CpuKernels, Float32ScalingRoundsTheDoubleProductOnce) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<uint32_t> any;
   auto bits = [](float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; };
-  for (double factor : {0.5, 0.25, 0.125, 2.0, -0.5, 0x1p-140, 0x1p100, 1.0 / 3.0, 0.1, 1.0 / 6.0,
-                        0.7231742}) {
-    const volatile float f = static_cast<float>(factor);  // volatile: no constant folding in double
+  for (double factor : {0.5, 0.25, 0.125, 2.0, -0.5, 0x1p-140, 0x1p100, 1.0 / 3.0, 0.1, 1.0 / 6.0}) {
     for (int64_t n : {1, 7, 8, 31, 4099}) {
       std::vector<float> in(static_cast<size_t>(n));
-      for (auto& x : in) x = FromBits(any(rng));
+      for (auto& f : in) f = FromBits(any(rng));
       std::vector<float> out = in;
       Scale(out.data(), n, DataType::kFloat32, factor);
       for (int64_t i = 0; i < n; ++i) {
-        const float want = in[i] * f;
+        const float want = static_cast<float>(static_cast<double>(in[i]) * factor);
         if (std::isnan(want)) {
           ASSERT_TRUE(std::isnan(out[i])) << "factor " << factor << " element " << i;
         } else {
@@ -148,12 +145,34 @@ TEST(CpuKernels, Float32ScalingMultipliesByTheFloatFactor) {
       }
     }
   }
+}
+
+// NOTE [Scaling contract]: a factor the user gave is rounded to the compute
+// type first (float32 x 0.1f, as upstream), Average's 1/N alone is not (the
+// double product rounded once: x / 3 correctly rounded).
+TEST(CpuKernels, ScaleFactorsFollowUpstreamsContract) {
+  EXPECT_EQ(RoundScaleFactor(DataType::kFloat32, 0.1), static_cast<double>(0.1f));
+  EXPECT_EQ(RoundScaleFactor(DataType::kFloat16, 0.1), static_cast<double>(0.1f));
+  EXPECT_EQ(RoundScaleFactor(DataType::kBFloat16, 0.1), static_cast<double>(0.1f));
+  EXPECT_EQ(RoundScaleFactor(DataType::kFloat64, 0.1), 0.1);
+  EXPECT_EQ(RoundScaleFactor(DataType::kInt32, 0.1), 0.1);
+  EXPECT_EQ(PostScaleFactor(DataType::kFloat32, 1.0, true, 3), 1.0 / 3);
+  EXPECT_EQ(PostScaleFactor(DataType::kFloat32, 1.0, false, 3), 1.0);
+  EXPECT_EQ(PostScaleFactor(DataType::kFloat32, 0.3, true, 3), static_cast<double>(0.1f));
+  EXPECT_EQ(PostScaleFactor(DataType::kFloat64, 0.3, true, 3), 0.3 / 3);
   // 9 * 0.1f rounds to 0.90000004f, 9 * 0.1 to 0.9f: the two rules differ here.
-  std::vector<float> nine = {9.0f};
-  Scale(nine.data(), 1, DataType::kFloat32, 0.1);
+  std::vector<float> nine = {9.0f, 9.0f};
+  Scale(nine.data(), 1, DataType::kFloat32, RoundScaleFactor(DataType::kFloat32, 0.1));
+  Scale(nine.data() + 1, 1, DataType::kFloat32, 0.1);
   EXPECT_EQ(nine[0], 0.90000004f);
+  EXPECT_EQ(nine[1], 0.9f);
+  // Average over 3 ranks: 5 / 3 correctly rounded (1.6666666f), not
+  // 5 * float(1/3) (1.6666667f).
+  std::vector<float> five = {5.0f};
+  Scale(five.data(), 1, DataType::kFloat32, PostScaleFactor(DataType::kFloat32, 1.0, true, 3));
+  EXPECT_EQ(five[0], 5.0f / 3.0f);
   std::vector<int32_t> ints = {7, -7};
-  Scale(ints.data(), 2, DataType::kInt32, 0.7231742);
+  Scale(ints.data(), 2, DataType::kInt32, RoundScaleFactor(DataType::kInt32, 0.7231742));
   EXPECT_EQ(ints, (std::vector<int32_t>{5, -5}));
 }
 

@@ -44,25 +44,25 @@ HVDA_INLINE void Reduce2Body(T* d, const T* a, const T* b, int64_t n, ReduceOp o
   }
 }
 
-// NOTE [Scaling contract]: prescale, postscale and Average factors are
-// applied as upstream Horovod's ScaleBuffer does, which upstream's own tests
-// check bit for bit at up to 3 ranks: the double factor is first rounded to
-// the element's compute type, then one multiplication in that type and one
-// rounding to the element type. The compute type is float for float32,
-// float16 and bfloat16 (16-bit floats are widened to float, multiplied and
-// rounded back), double for float64 and for every integer type (the product
-// is converted back by truncation toward zero, as a C cast does). So a
-// float32 tensor scaled by 0.1 gets x * 0.1f, not the double product
-// rounded once; for factors that are exactly floats (1 / size at
-// power-of-two sizes) the two agree.
+// NOTE [Exact float scaling]: data times a double factor is computed in
+// double and rounded once to the element type. Factors the user gave arrive
+// rounded to float already for float32 data (NOTE [Scaling contract] in
+// common/dtype.h), and so does 1 / N for power-of-two N: for a factor that
+// is exactly a float, the product of two floats has at most 48 significant
+// bits and is exact in double, so rounding it to float is what a float
+// multiply does (IEEE rounds the exact product once, overflow and subnormals
+// included): the float multiply gives bit-identical results without
+// widening every element.
 template <typename T>
 HVDA_INLINE void ScaleBody(T* buf, int64_t n, double factor) {
   if constexpr (std::is_same<T, float>::value) {
     const float f = static_cast<float>(factor);
-    for (int64_t i = 0; i < n; ++i) buf[i] *= f;
-  } else {
-    for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<T>(static_cast<double>(buf[i]) * factor);
+    if (static_cast<double>(f) == factor) {
+      for (int64_t i = 0; i < n; ++i) buf[i] *= f;
+      return;
+    }
   }
+  for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<T>(static_cast<double>(buf[i]) * factor);
 }
 
 #define HVDA_DEFINE_TYPED(SUFFIX, T)                                                  \

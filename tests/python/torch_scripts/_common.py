@@ -38,14 +38,16 @@ def values(dtype, rank, n, product=False, shift=0):
     return v.to(dtype)
 
 
-def scale_like_core(t, factor):
-    """What the core's Scale does (upstream's contract, NOTE [Scaling
-    contract]): the factor rounded to the compute type, one multiply in it
-    (float for float32 and 16-bit floats, double for float64 and integers),
-    converted back, integers truncated."""
+def scale_like_core(t, factor, user=True):
+    """What the core's Scale does (NOTE [Scaling contract] in
+    csrc/common/dtype.h): a factor the user gave is rounded to the compute
+    type (float for float32 and 16-bit floats, double for float64 and
+    integers) and multiplied in it; Average's 1/N alone (user=False) is
+    applied in double and rounded once (16-bit floats: in float). Integers
+    are truncated."""
     if factor == 1.0:
         return t
-    if t.dtype in (torch.float16, torch.bfloat16, torch.float32):
+    if t.dtype in (torch.float16, torch.bfloat16) or (t.dtype == torch.float32 and user):
         return (t.float() * torch.tensor(factor, dtype=torch.float32)).to(t.dtype)
     return (t.double() * factor).to(t.dtype)
 
@@ -67,7 +69,7 @@ def reduce_like_core(inputs, op, pre=1.0, post=1.0):
         out = stack.prod(0)
     out = out.to(dtype)
     factor = post * (1.0 / len(inputs) if op == hvd.Average else 1.0)
-    return scale_like_core(out, factor)
+    return scale_like_core(out, factor, user=post != 1.0)
 
 
 def scatter_rows(d0, n, r):
