@@ -4,10 +4,16 @@ against a deep-learning framework) driven by CMake, plus the Python packages.
 The core wheel (`pip wheel --no-build-isolation -w dist .`, or
 scripts/build_wheels.sh for the core and every device-plugin wheel) holds the
 `horovod` and `horovod_accel` packages, `horovod_accel/_core*.so` (the core
-and the CPU device) and the MPI shims `horovod_accel/libhvda_mpi_*.so`. Device plugins (GCU, CUDA, ...) are separate wheels under
-packaging/. The wheel is tagged linux_x86_64, not manylinux: `_core` links the
-system's libgloo (Debian's libgloo0), so it installs where that library is;
-`auditwheel repair` (which vendors libgloo) is the release step.
+and the CPU device), the MPI shims `horovod_accel/libhvda_mpi_*.so` and the
+TensorFlow op library `horovod_accel/tensorflow/libhvda_tf_ops.so`, which is
+built without TensorFlow (its C API declared by csrc/tensorflow/tf_c_api.h),
+so a plain isolated `pip install .` has TensorFlow support whether
+tensorflow is installed before or after (docs/design/tensorflow.md). Device
+plugins (GCU, CUDA, ...) are separate wheels under packaging/. The wheel is
+tagged linux_x86_64, not manylinux: `_core` links the system's libgloo
+(Debian's libgloo0), so it installs where that library is; `auditwheel
+repair` (which vendors libgloo; give it `--exclude
+libtensorflow_framework.so.2`, TensorFlow's own library) is the release step.
 
 Environment knobs:
   HVDA_BUILD_DIR     CMake build folder (default: <build_temp>/cmake); reused
@@ -16,6 +22,7 @@ Environment knobs:
   HVDA_BUILD_TESTS   ON also configures the C++ unit tests (default OFF; the
                      extension target is built either way, tests never are)
   HVDA_BUILD_JOBS    parallel compile jobs (default: the number of CPUs)
+  HVDA_BUILD_TENSORFLOW  OFF leaves the TensorFlow op library out (default ON)
   HVDA_SETUPTOOLS_BUILD_BASE  setuptools' own build folder (default build/);
                      scripts/build_wheels.sh points it at a fresh folder so a
                      wheel never picks up stale files of an earlier build
@@ -50,14 +57,16 @@ class CMakeBuild(build_ext):
             f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DCMAKE_BUILD_TYPE={os.environ.get('HVDA_BUILD_TYPE', 'Release')}",
             f"-DHVDA_BUILD_TESTS={os.environ.get('HVDA_BUILD_TESTS', 'OFF')}",
+            f"-DHVDA_BUILD_TENSORFLOW={'ON' if _tensorflow_ops_enabled() else 'OFF'}",
         ]
         subprocess.check_call([cmake, "-S", HERE, "-B", build_dir] + cfg)
         jobs = os.environ.get("HVDA_BUILD_JOBS", str(os.cpu_count() or 2))
-        subprocess.check_call([cmake, "--build", build_dir, "--target", "_core", "-j", jobs])
-        if _cmake_cache_flag(build_dir, "HVDA_TENSORFLOW_OPS"):
-            # The TensorFlow op library (csrc/tensorflow), configured only
-            # where this interpreter imports tensorflow.
-            subprocess.check_call([cmake, "--build", build_dir, "--target", "hvda_tf_ops", "-j", jobs])
+        targets = ["_core"]
+        if _tensorflow_ops_enabled():
+            # The TensorFlow op library (csrc/tensorflow): built whether or
+            # not tensorflow is installed (it needs no TensorFlow to build).
+            targets.append("hvda_tf_ops")
+        subprocess.check_call([cmake, "--build", build_dir, "--target", *targets, "-j", jobs])
 
     def copy_extensions_to_source(self):
         """Editable installs: setuptools copies only `_core` from its build
@@ -75,14 +84,9 @@ class CMakeBuild(build_ext):
                            level=self.verbose)
 
 
-def _cmake_cache_flag(build_dir, name):
-    """True if CMakeCache.txt in build_dir sets `name` ON."""
-    try:
-        with open(os.path.join(build_dir, "CMakeCache.txt"), encoding="utf-8") as f:
-            return any(line.strip().split("=", 1)[-1] == "ON"
-                       for line in f if line.startswith(name + ":"))
-    except OSError:
-        return False
+def _tensorflow_ops_enabled():
+    """HVDA_BUILD_TENSORFLOW (default ON): build the TensorFlow op library."""
+    return os.environ.get("HVDA_BUILD_TENSORFLOW", "ON").upper() not in ("OFF", "0", "NO", "FALSE")
 
 
 def read_readme():

@@ -4,9 +4,11 @@
 #                              the `horovod` alias), from setup.py at the root
 #   horovod_accel_gcu-*.whl    one per device plugin, from packaging/<name>/
 #   horovod_accel_cuda-*.whl   (cmake -S csrc/devices --target <name>)
-# No wheel compiles against a framework's C++ ABI: the core wheel's TensorFlow
-# op library (built when PYTHON imports tensorflow) uses TensorFlow's stable C
-# API only, so one build serves every TF 2.x (docs/design/tensorflow.md).
+# No wheel compiles against a framework's C++ ABI: the core wheel always
+# holds the TensorFlow op library (horovod_accel/tensorflow/libhvda_tf_ops.so),
+# built without TensorFlow against our declarations of its stable C API and a
+# build-tree stub libtensorflow_framework.so.2, so one build serves every TF
+# 2.x, installed before or after this wheel (docs/design/tensorflow.md).
 # The core wheel is linux_x86_64, not manylinux: it links the system's libgloo (auditwheel repair is the release
 # step, see docker/README.md).
 #

@@ -1,7 +1,7 @@
 #include "async_op.h"
 
 #include "core_link.h"
-#include "tensorflow/c/tf_tensor.h"
+#include "tf_c_api.h"
 
 namespace hvda_tf {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "horovod_accel/core_api.h"
-#include "tensorflow/c/kernels.h"
+#include "tf_c_api.h"
 #include "tf_util.h"
 
 namespace hvda_tf {

@@ -1,7 +1,6 @@
 #include "kernel_config.h"
 
-#include "tensorflow/c/tf_tensor.h"
-#include "tensorflow/c/tf_tstring.h"
+#include "tf_c_api.h"
 
 namespace hvda_tf {
 
@@ -28,8 +27,7 @@ bool CoreName(AsyncOp* op, const KernelConfig& k, int index, std::string* name) 
                                       "' must be a scalar string");
     return false;
   }
-  const auto* s = static_cast<const TF_TString*>(TF_TensorData(t));
-  name->assign(TF_TString_GetDataPointer(s), TF_TString_GetSize(s));
+  *name = ReadTString(TF_TensorData(t));
   if (name->empty()) {
     *name = k.node_name;
     if (k.ignore_name_scope) {

@@ -10,7 +10,7 @@
 
 #include "async_op.h"
 #include "horovod_accel/core_api.h"
-#include "tensorflow/c/kernels.h"
+#include "tf_c_api.h"
 
 namespace hvda_tf {
 

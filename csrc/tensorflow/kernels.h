@@ -2,8 +2,7 @@
 // TensorFlow loads the library).
 #pragma once
 
-#include "tensorflow/c/kernels.h"
-#include "tensorflow/c/tf_status.h"
+#include "tf_c_api.h"
 
 namespace hvda_tf {
 

@@ -6,7 +6,7 @@
 #include "core_link.h"
 #include "kernel_config.h"
 #include "kernels.h"
-#include "tensorflow/c/tf_tensor.h"
+#include "tf_c_api.h"
 
 namespace hvda_tf {
 namespace {

@@ -9,13 +9,20 @@
 #include <vector>
 
 #include "kernels.h"
-#include "tensorflow/c/ops.h"
+#include "tf_c_api.h"
 
 namespace hvda_tf {
 namespace {
 
-const char* kReduceTypes = "{uint8, int8, int16, int32, int64, half, bfloat16, float, double}";
-const char* kAllTypes = "{uint8, int8, int16, int32, int64, half, bfloat16, float, double, bool}";
+// Upstream accepts {uint8, int8, int32, int64, float16, float32, float64} for
+// allreduce (reducescatter: from int32 on) and adds uint16, int16 and bool
+// for allgather, broadcast and alltoall. We accept every type the core
+// reduces (upstream's plus uint16, int16, bfloat16) and, for data movement,
+// those plus bool.
+const char* kReduceTypes =
+    "{uint8, int8, uint16, int16, int32, int64, half, bfloat16, float, double}";
+const char* kAllTypes =
+    "{uint8, int8, uint16, int16, int32, int64, half, bfloat16, float, double, bool}";
 
 // Output i has input i's shape, for every input but the last (the name).
 void SameShapes(TF_ShapeInferenceContext* ctx, TF_Status* status) {

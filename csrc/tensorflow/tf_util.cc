@@ -1,7 +1,6 @@
 #include "tf_util.h"
 
-#include "tensorflow/c/tf_tensor.h"
-#include "tensorflow/c/tf_tstring.h"
+#include "tf_c_api.h"
 
 namespace hvda_tf {
 
@@ -17,6 +16,7 @@ int32_t CoreDtype(TF_DataType t) {
     case TF_FLOAT: return 7;
     case TF_DOUBLE: return 8;
     case TF_BOOL: return 9;
+    case TF_UINT16: return 10;
     default: return -1;
   }
 }
@@ -26,6 +26,7 @@ const char* TfDtypeName(TF_DataType t) {
     case TF_UINT8: return "uint8";
     case TF_INT8: return "int8";
     case TF_INT16: return "int16";
+    case TF_UINT16: return "uint16";
     case TF_INT32: return "int32";
     case TF_INT64: return "int64";
     case TF_HALF: return "float16";
@@ -83,8 +84,7 @@ bool ReadStringInput(TF_OpKernelContext* ctx, int index, std::string* out) {
   }
   bool ok = TF_TensorType(t) == TF_STRING && TF_NumDims(t) == 0;
   if (ok) {
-    const auto* str = static_cast<const TF_TString*>(TF_TensorData(t));
-    out->assign(TF_TString_GetDataPointer(str), TF_TString_GetSize(str));
+    *out = ReadTString(TF_TensorData(t));
   } else {
     SetFailure(ctx, TF_INVALID_ARGUMENT, "the tensor name input must be a scalar string");
   }

@@ -6,8 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorflow/c/kernels.h"
-#include "tensorflow/c/tf_status.h"
+#include "tf_c_api.h"
 #include "horovod_accel/core_api.h"
 
 namespace hvda_tf {

@@ -48,30 +48,45 @@ def horovod_version():
         return "unknown (horovod_accel is not installed; run `pip install -e .`)"
 
 
-def framework_available(module, verbose=False):
-    """True if the framework is installed and horovod_accel's adapter for it imports."""
+def framework_status(module):
+    """(available, why): available when the framework is installed and
+    horovod_accel's adapter for it imports (for TensorFlow that loads the op
+    library, horovod_accel/tensorflow/libhvda_tf_ops.so, and connects it to
+    the core); why: None when available or not installed, else the adapter's
+    import error."""
     if importlib.util.find_spec(module) is None:
-        return False
+        return False, None
     adapter = f"horovod_accel.{module}"
     try:
         importlib.import_module(adapter)
-        return True
+        return True, None
     except Exception as e:  # any failure means the adapter is unusable
-        if verbose:
-            print(f"{module} is installed but {adapter} failed to import: {e!r}", file=sys.stderr)
-        return False
+        return False, f"{module} is installed but {adapter} failed to import: {e!r}"
 
 
-def render(info, frameworks, plugins=()):
+def framework_available(module, verbose=False):
+    """True if the framework is installed and horovod_accel's adapter for it imports."""
+    available, why = framework_status(module)
+    if why and verbose:
+        print(why, file=sys.stderr)
+    return available
+
+
+def render(info, frameworks, plugins=(), why=None):
     """The report text. info: build_info() dict; frameworks: {display name:
-    bool}; plugins: horovod_accel.common.plugins.probe_all() reports."""
+    bool}; plugins: horovod_accel.common.plugins.probe_all() reports; why:
+    {display name: reason} for installed frameworks whose adapter failed."""
     def box(v):
         return "[X]" if v else "[ ]"
 
+    why = why or {}
     ops = [op.lower() for op in info.get("cpu_operations", [])]
     controllers = [c.lower() for c in info.get("controllers", [])]
     lines = [f"Horovod v{info.get('version', horovod_version())}:", "", "Available Frameworks:"]
-    lines += [f"    {box(frameworks[name])} {name}" for name, _ in _FRAMEWORKS]
+    for name, _ in _FRAMEWORKS:
+        lines.append(f"    {box(frameworks[name])} {name}")
+        if not frameworks[name] and why.get(name):
+            lines.append(f"        not available: {why[name]}")
     lines += ["", "Available Controllers:",
               f"    {box('mpi' in controllers)} MPI",
               f"    {box(info.get('gloo_built') and 'gloo' in controllers)} Gloo",
@@ -110,7 +125,9 @@ def check_build(verbose=False):
     except CoreNotBuilt as e:
         print(f"horovodrun --check-build: {e}", file=sys.stderr)
         return 1
-    frameworks = {name: framework_available(mod, verbose) for name, mod in _FRAMEWORKS}
+    status = {name: framework_status(mod) for name, mod in _FRAMEWORKS}
+    frameworks = {name: available for name, (available, _) in status.items()}
+    why = {name: reason for name, (_, reason) in status.items() if reason}
     from horovod_accel.common.plugins import probe_all
-    print(("\n" if verbose else "") + render(info, frameworks, probe_all()))
+    print(("\n" if verbose else "") + render(info, frameworks, probe_all(), why))
     return 0
