@@ -31,18 +31,23 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     list of ints or a 1-D integer tensor with one entry per set rank summing to
     dim 0 (otherwise ValueError). Returns a handle; synchronize(handle) returns
     (output, received_splits), received_splits being the number of rows
-    received from each rank (dtype of `splits` if it is a tensor, else int32).
+    received from each rank (dtype and device of `splits` if it is a tensor,
+    else an int32 CPU tensor, as upstream).
     """
     ps_id = registered_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     inp = _t.as_input(tensor)
     dtype, device = _t.dtype_code(inp), _t.device_id(inp)
     send_splits = _t.splits_list(splits)
-    splits_dtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
+    if isinstance(splits, torch.Tensor):
+        splits_dtype, splits_device = splits.dtype, splits.device
+    else:
+        splits_dtype, splits_device = torch.int32, None
 
     def finish(works):
         out = _t.output_tensor(works[0].output(), inp.dtype, inp.device)
-        received = torch.tensor(list(works[0].received_splits()), dtype=splits_dtype)
+        received = torch.tensor(list(works[0].received_splits()), dtype=splits_dtype,
+                                device=splits_device)
         return out, received
 
     return submit("alltoall", name, ps_id,

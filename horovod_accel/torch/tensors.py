@@ -94,7 +94,7 @@ def device_id(tensor):
 
 def common_device(tensors):
     """The device (see device_id) shared by all tensors of a grouped op;
-    ValueError otherwise."""
+    RuntimeError otherwise (upstream's callers catch RuntimeError here)."""
     # t.device builds a torch.device (and .type a string) per call; CPU
     # tensors, the common case, need neither.
     if all(t.is_cpu for t in tensors):
@@ -102,7 +102,7 @@ def common_device(tensors):
     devices = {(t.device.type, _index(t.device)) if t.device.type != "cpu" else None
                for t in tensors}
     if len(devices) > 1:
-        raise ValueError(f"Tensors in a grouped operation must be on the same device; got "
+        raise RuntimeError(f"Tensors in a grouped operation must be on the same device; got "
                          f"{sorted({str(t.device) for t in tensors})}.")
     return device_id(tensors[0]) if tensors else -1
 

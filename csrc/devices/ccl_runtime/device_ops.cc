@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <new>
+#include <utility>
 
 #include "devices/ccl_runtime/host_kernels.h"
 #include "devices/ccl_runtime/plugin_instance.h"
@@ -275,9 +276,10 @@ hvda_status Scale(void* buf, int64_t count, hvda_dtype dtype, double factor,
   const VendorApi& a = p->api();
   const VendorSpec& spec = p->spec();
   const int vdt = spec.dtype[dtype];
-  // Floating point: a PreMulSum allreduce over a one-rank communicator runs
-  // buf * factor on the device without a kernel of our own.
-  if (IsFloat(dtype) && vdt >= 0 && a.red_op_create_pre_mul_sum != nullptr) {
+  // Floating point (not float64, NOTE [One-rank PreMulSum tail]): a
+  // PreMulSum allreduce over a one-rank communicator runs buf * factor on
+  // the device without a kernel of our own.
+  if (IsFloat(dtype) && dtype != HVDA_FLOAT64 && vdt >= 0 && a.red_op_create_pre_mul_sum != nullptr) {
     NativeComm self = nullptr;
     if (auto s = p->SelfComm(st->device, &self)) return s;
     alignas(8) unsigned char scalar[8];
@@ -287,10 +289,28 @@ hvda_status Scale(void* buf, int64_t count, hvda_dtype dtype, double factor,
                                                            spec.scalar_host_immediate, self),
                            spec.ccl.red_op_create_pre_mul_sum))
       return s;
-    hvda_status s = CclResult(*p, a.all_reduce(buf, buf, static_cast<size_t>(count), vdt, op,
-                                               self, st->native),
-                              spec.ccl.all_reduce);
-    a.red_op_destroy(op, self);  // the enqueued reduction keeps what it needs
+    // NOTE [One-rank PreMulSum tail]: on an H100 with NCCL 2.28.9 (torch
+    // 2.11's wheel), an in-place one-rank PreMulSum allreduce above 16 KiB
+    // left the last element unscaled whenever the byte count was 4 or 8 past
+    // a multiple of 32 (float32 counts 8k + 1 from 4097 up, float64 4k + 1
+    // from 2049 up). So the buffer is scaled as a body of whole 32-byte
+    // blocks and a tail under 32 bytes, in two calls on the same stream:
+    // float32, float16 and bfloat16 were then right at every count of a
+    // 1..6000 sweep and at 2^16 + 1, 2^20 and 2^20 + 3. float64 still lost
+    // elements inside the body (counts from 4100 up), so float64 takes the
+    // staged host kernel below (exact, slower) until a device kernel exists.
+    const size_t esize = DtypeSize(dtype);
+    const size_t total = static_cast<size_t>(count);
+    const size_t body = (total * esize / 32 * 32) / esize;
+    hvda_status s = HVDA_OK;
+    for (const auto& piece : {std::make_pair(size_t{0}, body), std::make_pair(body, total - body)}) {
+      if (piece.second == 0) continue;
+      void* at = static_cast<char*>(buf) + piece.first * esize;
+      s = CclResult(*p, a.all_reduce(at, at, piece.second, vdt, op, self, st->native),
+                    spec.ccl.all_reduce);
+      if (s != HVDA_OK) break;
+    }
+    a.red_op_destroy(op, self);  // the enqueued reductions keep what they need
     return s;
   }
   StagedKernel k{StagedKernel::kScale, nullptr, nullptr, count, dtype, factor, HVDA_SUM};

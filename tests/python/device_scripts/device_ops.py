@@ -86,6 +86,12 @@ def allgather_broadcast_alltoall_reducescatter():
     want = torch.cat([torch.full(((r + RANK) % 3, 2), float(100 * r + RANK)) for r in range(SIZE)])
     same(out, want)
     assert rsplits.tolist() == [(r + RANK) % 3 for r in range(SIZE)], rsplits
+    assert rsplits.device.type == "cpu", rsplits.device  # splits were a CPU tensor
+    # received splits take the device of `splits` (upstream: splits.new())
+    out, rsplits = hvd.alltoall(a, splits=splits.to(DEV), name="a2a.dev_splits")
+    same(out, want)
+    assert rsplits.device == a.device, (rsplits.device, a.device)
+    assert rsplits.cpu().tolist() == [(r + RANK) % 3 for r in range(SIZE)], rsplits
     rs = torch.ones(2 * SIZE + 1, 3, device=DEV) * (RANK + 1)
     got = hvd.reducescatter(rs, op=hvd.Sum, name="rs")
     mine = 2 + (1 if RANK < 1 else 0)
