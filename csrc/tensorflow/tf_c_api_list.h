@@ -126,5 +126,6 @@
   X(TF_RESOURCE_EXHAUSTED, 8)   \
   X(TF_FAILED_PRECONDITION, 9)  \
   X(TF_ABORTED, 10)             \
+  X(TF_UNIMPLEMENTED, 12)       \
   X(TF_INTERNAL, 13)            \
   X(TF_UNAVAILABLE, 14)

@@ -46,6 +46,7 @@ TF_Code TfCode(int32_t core_status) {
     case HVDA_CORE_INVALID_ARGUMENT: return TF_INVALID_ARGUMENT;
     case HVDA_CORE_TIMEOUT: return TF_DEADLINE_EXCEEDED;
     case HVDA_CORE_UNAVAILABLE: return TF_UNAVAILABLE;
+    case HVDA_CORE_UNIMPLEMENTED: return TF_UNIMPLEMENTED;
     default: return TF_UNKNOWN;
   }
 }

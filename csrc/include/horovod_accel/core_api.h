@@ -73,7 +73,7 @@ typedef enum hvda_core_op_type {
 
 /* Element types (the core's DataType values, `_core.DTYPE_*`):
  * uint8 0, int8 1, int16 2, int32 3, int64 4, float16 5, bfloat16 6,
- * float32 7, float64 8, bool 9.
+ * float32 7, float64 8, bool 9, uint16 10.
  * Reduce ops (upstream's numbering, `_core.OP_*`): Average 0, Sum 1,
  * Adasum 2, Min 3, Max 4, Product 5. */
 
