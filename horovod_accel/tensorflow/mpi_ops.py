@@ -37,8 +37,8 @@ from horovod_accel.common.util import check_num_rank_power_of_2  # noqa: F401 (u
 from horovod_accel.common.util import get_average_backwards_compatibility_fun
 
 _LIB_FILE = "libhvda_tf_ops.so"
-_BUILD_HINT = ("Build it from the source tree with `pip install -e .` (with tensorflow installed "
-               "in that environment), or `cmake -S . -B build/python "
+_BUILD_HINT = ("Every build includes it unless HVDA_BUILD_TENSORFLOW=OFF: reinstall horovod_accel, "
+               "or build it from the source tree with `pip install -e .` or `cmake -S . -B build/python "
                "-DHVDA_PYTHON_OUTPUT_DIR=$PWD/horovod_accel && cmake --build build/python "
                "--target hvda_tf_ops`.")
 
