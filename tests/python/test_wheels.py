@@ -16,7 +16,7 @@ then tensorflow-cpu (from the package index or pip's cache); it must then
 run a 2-rank TF2 DistributedGradientTape job through its own horovodrun, and
 `horovodrun --check-build` must show `[X] TensorFlow`. Order (a), a plain
 isolated `pip install .` then tensorflow, compiles the core once more and
-runs only with HVDA_TEST_ISOLATED_INSTALL=1.
+runs only with HVDA_TEST_ISOLATED_INSTALL=1 (.ci/run sets it: CI tests both orders).
 scripts/lint_docker.sh lints every docker/Dockerfile.* with hadolint.
 
 Marked `slow` (wheel builds take minutes on 2 cores): deselect with
