@@ -117,6 +117,11 @@ def verbose_counts(text):
     return counts, last_started
 
 notes = []
+# pytest 9 runs unittest subTest()s (upstream's TF graph/eager modes) as
+# subtests: the summary counts test functions, the subtests separately.
+subtests = dict((outcome, n) for n, outcome in
+                re.findall(r"(\d+) subtests (passed|failed|skipped)", out0))  # the last of each
+notes.extend(f"{n} subtests {outcome}" for outcome, n in subtests.items())
 counts = summary(out0)
 if counts is None:
     counts, last = verbose_counts(out0)
