@@ -5,9 +5,9 @@ Their defaults are framework-neutral objects (Compression.none is the shared
 NoneCompressor, Average the shared reduce-op constant, global_process_set the
 one global set), so the signatures are upstream's for every backend.
 """
-import keras
 
 from horovod_accel._keras import model_io as _model_io
+from horovod_accel._keras.local_layers import local_layer_list
 from horovod_accel._keras.optimizer import create_distributed_optimizer
 from horovod_accel.common.basics import HorovodBasics
 from horovod_accel.common.compression import NoneCompressor
@@ -48,12 +48,7 @@ def make_api(backend):
         each rank applies its own (divided by the set size with
         scale_local_gradients, as upstream). ValueError if an entry of
         local_layers is not a Layer."""
-        if local_layers is None:
-            local_layers = []
-        elif isinstance(local_layers, keras.layers.Layer):
-            local_layers = [local_layers]
-        elif not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
-            raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
+        local_layers = local_layer_list(local_layers)
         opt = DistributedOptimizer(
             optimizer, name=name, device_dense=device_dense, device_sparse=device_sparse,
             compression=compression, sparse_as_dense=sparse_as_dense,

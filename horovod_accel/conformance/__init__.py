@@ -10,8 +10,8 @@ each result against values computed on the host, and ends with the line
 vendor runs the same command on its own device.
 
 Modules: values.py (deterministic inputs), expect.py (expected results and
-tolerances), cases.py (the case matrix), runner.py (running, syncing and
-reporting).
+tolerances), cases.py (the case matrix), collectives.py (what each case runs
+and checks), runner.py (running, syncing and reporting).
 """
 
 

@@ -83,14 +83,10 @@ def PartialDistributedGradientTape(gradtape, device_dense='', device_sparse='',
     """DistributedGradientTape that keeps the gradients of `local_layers`
     (a Keras layer or a list of them) local: their trainable weights are
     registered with register_local_source()."""
-    import keras  # noqa: PLC0415 -- only needed for local layers
+    # Imports keras: on first use, not with horovod.tensorflow.
+    from horovod_accel._keras.local_layers import local_layer_list  # noqa: PLC0415
 
-    if local_layers is None:
-        local_layers = []
-    elif isinstance(local_layers, keras.layers.Layer):
-        local_layers = [local_layers]
-    elif not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
-        raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
+    local_layers = local_layer_list(local_layers)
     tape = DistributedGradientTape(gradtape, device_dense, device_sparse, compression,
                                    sparse_as_dense, op, gradient_predivide_factor, num_groups,
                                    groups, process_set, scale_local_gradients)

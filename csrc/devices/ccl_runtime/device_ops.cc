@@ -289,16 +289,13 @@ hvda_status Scale(void* buf, int64_t count, hvda_dtype dtype, double factor,
                                                            spec.scalar_host_immediate, self),
                            spec.ccl.red_op_create_pre_mul_sum))
       return s;
-    // NOTE [One-rank PreMulSum tail]: on an H100 with NCCL 2.28.9 (torch
-    // 2.11's wheel), an in-place one-rank PreMulSum allreduce above 16 KiB
-    // left the last element unscaled whenever the byte count was 4 or 8 past
-    // a multiple of 32 (float32 counts 8k + 1 from 4097 up, float64 4k + 1
-    // from 2049 up). So the buffer is scaled as a body of whole 32-byte
-    // blocks and a tail under 32 bytes, in two calls on the same stream:
-    // float32, float16 and bfloat16 were then right at every count of a
-    // 1..6000 sweep and at 2^16 + 1, 2^20 and 2^20 + 3. float64 still lost
-    // elements inside the body (counts from 4100 up), so float64 takes the
-    // staged host kernel below (exact, slower) until a device kernel exists.
+    // NOTE [One-rank PreMulSum tail]: NCCL's in-place one-rank PreMulSum
+    // left elements unscaled above 16 KiB when the byte count was not a
+    // multiple of 32 (seen with NCCL 2.28.9; the sweep is in
+    // docs/design/plugins.md). So the buffer is scaled as a body of whole
+    // 32-byte blocks and a tail under 32 bytes, two calls on one stream.
+    // float64 lost elements inside whole blocks too and takes the staged
+    // host kernel below (exact, slower) until the plugin has a kernel.
     const size_t esize = DtypeSize(dtype);
     const size_t total = static_cast<size_t>(count);
     const size_t body = (total * esize / 32 * 32) / esize;

@@ -99,18 +99,26 @@ def sparse_embedding_gradients():
     close(grads(True), expected, "sparse_as_dense gradient")
 
 
-@check
-def partial_tape_keeps_local_layers_local():
+def shared_and_local_loss():
+    """Two bias-free Dense(1) layers on this rank's data and a tape over the
+    sum of both: (shared, local, tape, loss, own, avg), own being this rank's
+    kernel gradient and avg its mean over the ranks."""
     shared, local = keras.layers.Dense(1, use_bias=False), keras.layers.Dense(1, use_bias=False)
     x = tf.constant(data(hvd.rank())[:, :2])
     shared.build((None, 2))
     local.build((None, 2))
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(shared(x) + local(x))
-    tape = hvd.PartialDistributedGradientTape(tape, local_layers=[local])
-    g_shared, g_local = tape.gradient(loss, [shared.kernel, local.kernel])
     own = data(hvd.rank())[:, :2].sum(0).reshape(2, 1)
     avg = np.mean([data(r)[:, :2].sum(0) for r in range(hvd.size())], axis=0).reshape(2, 1)
+    return shared, local, tape, loss, own, avg
+
+
+@check
+def partial_tape_keeps_local_layers_local():
+    shared, local, tape, loss, own, avg = shared_and_local_loss()
+    tape = hvd.PartialDistributedGradientTape(tape, local_layers=[local])
+    g_shared, g_local = tape.gradient(loss, [shared.kernel, local.kernel])
     close(g_shared, avg, "shared layer gradient")
     close(g_local, own / hvd.size(), "local layer gradient (scale_local_gradients)")
 
@@ -118,19 +126,12 @@ def partial_tape_keeps_local_layers_local():
 @check
 def partial_tape_local_and_global_gradients():
     # Upstream's split of gradient(): (source, gradient) pairs, local ones first.
-    shared, local = keras.layers.Dense(1, use_bias=False), keras.layers.Dense(1, use_bias=False)
-    x = tf.constant(data(hvd.rank())[:, :2])
-    shared.build((None, 2))
-    local.build((None, 2))
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(shared(x) + local(x))
+    shared, local, tape, loss, own, avg = shared_and_local_loss()
     tape = hvd.PartialDistributedGradientTape(tape, local_layers=local)
     local_pairs, global_pairs = tape.get_local_and_global_gradients(
         loss, [shared.kernel, local.kernel])
     assert [v is local.kernel for v, _ in local_pairs] == [True], local_pairs
     assert [v is shared.kernel for v, _ in global_pairs] == [True], global_pairs
-    own = data(hvd.rank())[:, :2].sum(0).reshape(2, 1)
-    avg = np.mean([data(r)[:, :2].sum(0) for r in range(hvd.size())], axis=0).reshape(2, 1)
     close(global_pairs[0][1], avg, "global (reduced) gradient")
     close(local_pairs[0][1], own / hvd.size(), "local gradient")
 
