@@ -83,6 +83,7 @@ bool Runtime::GenerationEnded() {
 
 std::string Runtime::GenerationSkew() {
   std::string out;
+  if (config_.GetInt("_HOROVOD_ELASTIC_ROUND") > 0) return out;
   for (int r = 0; r < topo_.size; ++r) {
     std::string theirs;
     if (r == topo_.rank ||
@@ -176,10 +177,15 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
         "jobs with horovodrun, e.g. `horovodrun -np 2 python train.py`.");
   }
   ++generation_;
-  const std::string g = "g" + std::to_string(generation_) + "/";
-  // Each rank's latest generation, only read to explain a rendezvous timeout.
-  HVDA_RETURN_IF_ERROR(
-      store_->Set("latest_init/" + std::to_string(topo_.rank), std::to_string(generation_)));
+  const int64_t elastic_round = config_.GetInt("_HOROVOD_ELASTIC_ROUND");
+  key_prefix_ = elastic_round > 0 ? "e" + std::to_string(elastic_round) + "/"
+                                  : "g" + std::to_string(generation_) + "/";
+  const std::string& g = key_prefix_;
+  // Each rank's latest generation, only read to explain a rendezvous timeout
+  // (an elastic round's ranks are numbered by the launcher: nothing to explain).
+  if (elastic_round <= 0)
+    HVDA_RETURN_IF_ERROR(
+        store_->Set("latest_init/" + std::to_string(topo_.rank), std::to_string(generation_)));
   HVDA_RETURN_IF_ERROR(store_->Set(g + "host/" + std::to_string(topo_.rank), ThisHost()));
   topo_.hosts.resize(topo_.size);
   for (int r = 0; r < topo_.size; ++r) {
@@ -275,9 +281,8 @@ Status Runtime::CreateProcessSet(int id, std::vector<int> ranks,
     spec.timeout_seconds = config_.GetFloat("HOROVOD_GLOO_TIMEOUT_SECONDS");
     spec.config = &config_;
     ps->comm_spec = spec;  // for the accelerator communicator, made on first use
-    ps->comm_spec.prefix = "g" + std::to_string(generation_) + "/ps" + std::to_string(id) + "/accel/";
-    const std::string prefix =
-        "g" + std::to_string(generation_) + "/ps" + std::to_string(id) + "/";
+    ps->comm_spec.prefix = key_prefix_ + "ps" + std::to_string(id) + "/accel/";
+    const std::string prefix = key_prefix_ + "ps" + std::to_string(id) + "/";
     const std::string iface = config_.GetString("HOROVOD_GLOO_IFACE");
 
     std::vector<std::unique_ptr<CollectiveBackend>> backends;

@@ -182,6 +182,10 @@ class Runtime {
   bool timeline_allowed_ = false;
   bool dynamic_sets_ = false;
   int generation_ = 0;  // bumps per Init so store keys never collide
+  // Prefix of this generation's store keys and shm segment names: "g<generation_>/",
+  // or "e<round>/" in an elastic job, where the launcher numbers the rounds
+  // (a new worker and a survivor of earlier rounds have different generation_).
+  std::string key_prefix_;
   int next_set_id_ = 1;
   int set_ops_seq_ = 0;  // names of add/remove requests (same order on all ranks)
 

@@ -8,6 +8,7 @@ upstream's shared C++ globals do. `HorovodBasics` itself is stateless.
 """
 import atexit
 import os
+import sys
 import warnings
 import threading
 
@@ -79,7 +80,11 @@ class HorovodBasics:
             paths, errors = plugins.plugin_paths()
             for error in errors:
                 warnings.warn(f"horovod_accel: {error}", RuntimeWarning, stacklevel=2)
-            rt.init([list(ps.ranks) for ps in process_sets], dynamic, paths)
+            sets = [list(ps.ranks) for ps in process_sets]
+            if DEFAULT_RUNTIME.elastic_worker() is None:
+                rt.init(sets, dynamic, paths)
+            else:
+                self._init_elastic(rt, sets, dynamic, paths)
         self._check_comm(comm, rt.size())
         with _atexit_lock:
             if not _atexit_registered:
@@ -103,6 +108,29 @@ class HorovodBasics:
                              f"{size} ranks horovodrun launched; a list of ranks selects a "
                              f"subset only in jobs started by mpirun. Launch only the ranks you "
                              f"need, or use a ProcessSet.")
+
+    @staticmethod
+    def _init_elastic(rt, sets, dynamic, paths):
+        """init() of a worker of an elastic job (horovodrun --min-np/--host-
+        discovery-script): joins the next round the driver forms, with the
+        rank and size it assigns (NOTE [Elastic rounds]). A round that cannot
+        form (a peer lost during its rendezvous) is left for the next one, so
+        a new worker never fails for its peers' sake. A worker the driver
+        removed exits(0)."""
+        from horovod_accel.common.elastic_worker import WorkerRemoved  # noqa: PLC0415
+        worker = DEFAULT_RUNTIME.elastic_worker()
+        while True:
+            try:
+                os.environ.update(worker.join_next_round())
+            except WorkerRemoved as e:
+                print(f"horovod_accel: {e}", file=sys.stderr, flush=True)
+                raise SystemExit(0) from None
+            try:
+                rt.init(sets, dynamic, paths)
+                return
+            except RuntimeError as e:  # ValueError (a bad setting) is the user's to fix
+                print(f"horovod_accel: elastic round {worker.round} did not form ({e}); "
+                      f"waiting for the next one", file=sys.stderr, flush=True)
 
     @staticmethod
     def _mpi_bootstrap(comm):

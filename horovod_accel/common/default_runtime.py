@@ -26,6 +26,7 @@ class DefaultRuntime:
         self._runtime = None
         self._build_info = None
         self._reset_listeners = []
+        self._elastic_worker = None
 
     @staticmethod
     def core():
@@ -83,6 +84,18 @@ class DefaultRuntime:
                 info["cpu_operations"] = list(info["cpu_operations"]) + ["mpi"]
             self._build_info = info
         return self._build_info
+
+    def elastic_worker(self):
+        """The process's ElasticWorker (elastic_worker.py) in a worker started
+        by horovodrun's elastic driver; None in any other process."""
+        if self._elastic_worker is None:
+            from horovod_accel.common import elastic_worker  # noqa: PLC0415
+            if not elastic_worker.in_elastic_job():
+                return None
+            with self._lock:
+                if self._elastic_worker is None:
+                    self._elastic_worker = elastic_worker.ElasticWorker()
+        return self._elastic_worker
 
     def add_reset_listener(self, fn):
         """Calls fn() after every init() and shutdown(); idempotent per fn."""

@@ -2,19 +2,18 @@
 
 parse_args(argv) returns an argparse.Namespace whose dest names match
 upstream's (horovod/runner/launch.py), so tunables.py maps them to HOROVOD_*
-like upstream does. Flags for features this build lacks (MPI, jsrun, elastic,
+like upstream does. Flags for features this build lacks (jsrun,
 --config-file) are accepted by the parser and then rejected by validate()
-with a message saying so, instead of being silently ignored.
+with a message saying so, instead of being silently ignored. Elastic mode
+(--min-np or --host-discovery-script) is checked by elastic/settings.py.
 """
 import argparse
 import sys
 
+from horovod_accel.runner.elastic import settings as elastic_settings
+
 LOG_LEVELS = ["TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL"]
 
-_ELASTIC_FLAGS = [("min_num_proc", "--min-np"), ("max_num_proc", "--max-np"),
-                  ("slots", "--slots-per-host"), ("elastic_timeout", "--elastic-timeout"),
-                  ("reset_limit", "--reset-limit"), ("cooldown_range", "--blacklist-cooldown-range"),
-                  ("host_discovery_script", "--host-discovery-script")]
 
 
 class _VersionAction(argparse.Action):
@@ -96,14 +95,22 @@ def build_parser():
     g.add_argument("--autotune-bayes-opt-max-samples", type=int, help="(default: 20)")
     g.add_argument("--autotune-gaussian-process-noise", type=float, help="In [0, 1] (default: 0.8)")
 
-    g = p.add_argument_group("elastic arguments (not supported yet)")
-    g.add_argument("--min-np", "--min-num-proc", dest="min_num_proc", type=int, help=argparse.SUPPRESS)
-    g.add_argument("--max-np", "--max-num-proc", dest="max_num_proc", type=int, help=argparse.SUPPRESS)
-    g.add_argument("--slots-per-host", dest="slots", type=int, help=argparse.SUPPRESS)
-    g.add_argument("--elastic-timeout", dest="elastic_timeout", type=int, help=argparse.SUPPRESS)
-    g.add_argument("--reset-limit", dest="reset_limit", type=int, help=argparse.SUPPRESS)
+    g = p.add_argument_group("elastic arguments (on with --min-np or --host-discovery-script)")
+    g.add_argument("--min-np", "--min-num-proc", dest="min_num_proc", type=int,
+                   help="Fewest processes the job may run with (default: -np).")
+    g.add_argument("--max-np", "--max-num-proc", dest="max_num_proc", type=int,
+                   help="Most processes the job may grow to (default: no limit).")
+    g.add_argument("--slots-per-host", dest="slots", type=int,
+                   help="Slots of a discovered host printed without ':<slots>'.")
+    g.add_argument("--elastic-timeout", dest="elastic_timeout", type=int,
+                   help="Seconds to wait for --min-np slots (default: HOROVOD_ELASTIC_TIMEOUT "
+                        "or 600).")
+    g.add_argument("--reset-limit", dest="reset_limit", type=int,
+                   help="Most resets the job may do (default: no limit).")
     g.add_argument("--blacklist-cooldown-range", dest="cooldown_range", type=int, nargs=2,
-                   help=argparse.SUPPRESS)
+                   metavar=("MIN", "MAX"),
+                   help="A failed host returns after a cooldown between MIN and MAX seconds "
+                        "(default: never).")
 
     g = p.add_argument_group("timeline arguments")
     g.add_argument("--timeline-filename", help="Chrome-trace timeline written by rank 0.")
@@ -142,7 +149,9 @@ def build_parser():
                                                        "(default: localhost:<np>).")
     g.add_argument("-hostfile", "--hostfile", dest="hostfile",
                    help="File with one '<hostname> slots=<N>' per line.")
-    g.add_argument("--host-discovery-script", dest="host_discovery_script", help=argparse.SUPPRESS)
+    g.add_argument("--host-discovery-script", dest="host_discovery_script",
+                   help="Elastic mode: a script printing the available hosts, one "
+                        "'<hostname>[:<slots>]' per line; polled every second.")
 
     g = p.add_argument_group("controller arguments").add_mutually_exclusive_group()
     g.add_argument("--gloo", dest="use_gloo", action="store_true", help="Use the Gloo controller (default).")
@@ -172,12 +181,25 @@ def validate(parser, args):
     if args.use_jsrun:
         _fail(parser, "--jsrun is not supported by horovod_accel; launch with the default (Gloo) "
                      "or --mpi.")
-    used = [flag for dest, flag in _ELASTIC_FLAGS if getattr(args, dest) is not None]
-    if used:
-        _fail(parser, f"elastic training ({', '.join(used)}) is not supported yet by horovod_accel; "
-                     "run a fixed-size job with -np N")
     if args.check_build:
         return
+    args.elastic = elastic_settings.is_elastic(args.min_num_proc, args.host_discovery_script)
+    if args.elastic:
+        try:
+            (args.num_proc, args.min_num_proc, args.max_num_proc,
+             args.elastic_timeout) = elastic_settings.resolve(
+                args.num_proc, args.min_num_proc, args.max_num_proc, args.slots,
+                args.host_discovery_script, bool(args.hosts or args.hostfile),
+                args.elastic_timeout, args.reset_limit, args.cooldown_range, args.use_mpi)
+        except ValueError as e:
+            _fail(parser, str(e))
+    else:
+        for dest, flag in (("max_num_proc", "--max-np"), ("slots", "--slots-per-host"),
+                           ("elastic_timeout", "--elastic-timeout"), ("reset_limit", "--reset-limit"),
+                           ("cooldown_range", "--blacklist-cooldown-range")):
+            if getattr(args, dest) is not None:
+                _fail(parser, f"{flag} only applies to elastic jobs; add --min-np or "
+                              "--host-discovery-script (or drop it)")
     if args.num_proc is None:
         _fail(parser, "the following arguments are required: -np/--num-proc")
     if not args.command:

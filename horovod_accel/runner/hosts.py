@@ -24,7 +24,7 @@ class SlotInfo:
     cross_size: int
 
 
-_HOST_RE = re.compile(r"^[\w.\-]+$")
+HOST_RE = re.compile(r"^[\w.\-]+$")
 
 
 def _parse_one(item, where):
@@ -32,7 +32,7 @@ def _parse_one(item, where):
     name, sep, slots = item.rpartition(":")
     if not sep:
         name, slots = item, "1"
-    if not name or not _HOST_RE.match(name) or not slots.isdigit():
+    if not name or not HOST_RE.match(name) or not slots.isdigit():
         raise ValueError(f"invalid host '{item}' in {where}: expected <hostname>:<slots>, "
                          f"e.g. -H worker-0:2,worker-1:2")
     return Host(name, int(slots))
@@ -76,7 +76,7 @@ def parse_hostfile(path):
             if key == "slots":  # other keys (e.g. OpenMPI's max_slots) are ignored
                 slots = val
         where = f"hostfile {path} line {lineno}"
-        if not _HOST_RE.match(parts[0]) or not slots.isdigit():
+        if not HOST_RE.match(parts[0]) or not slots.isdigit():
             raise ValueError(f"invalid {where}: '{raw.rstrip()}'; expected '<hostname> slots=<N>'")
         hosts.append(Host(parts[0], int(slots)))
     if not hosts:

@@ -87,6 +87,8 @@ def run(a):
     env.setdefault("PYTHONUNBUFFERED", "1")
     if a.use_mpi:
         return mpi_launch.run(a, env)
+    if getattr(a, "elastic", False):
+        return _run_elastic(a, env)
     slots, local, bind, store_addr = plan(a)
     _choose_gloo_iface(env, store_addr, local, a.verbose)
     start_timeout = _start_timeout(a)
@@ -104,6 +106,47 @@ def run(a):
                            ssh_port=a.ssh_port, ssh_identity_file=a.ssh_identity_file,
                            start_timeout=start_timeout)
         return job.run_job(spec)
+
+
+def _run_elastic(a, env):
+    """Elastic mode (elastic/driver.py): hosts from the discovery script, or
+    the fixed -H/--hostfile hosts."""
+    from horovod_accel.runner.elastic import discovery  # noqa: PLC0415
+    from horovod_accel.runner.elastic.driver import ElasticSpec, run_elastic  # noqa: PLC0415
+    if a.host_discovery_script:
+        disc = discovery.HostDiscoveryScript(a.host_discovery_script, a.slots)
+        bind = "0.0.0.0"  # hosts are not known yet
+    else:
+        fixed = _host_list(a)
+        disc = discovery.FixedHosts(fixed)
+        bind = "127.0.0.1" if all(network.is_local_host(h.name) for h in fixed) else "0.0.0.0"
+        _choose_gloo_iface(env, {h.name: (None if network.is_local_host(h.name) else
+                                          network.driver_address_for(h.name, a.nics))
+                                 for h in fixed},
+                           {h.name for h in fixed if network.is_local_host(h.name)}, a.verbose)
+    addr_cache = {}
+
+    def store_addr(host):
+        if host not in addr_cache:
+            addr_cache[host] = ("127.0.0.1" if network.is_local_host(host)
+                                else network.driver_address_for(host, a.nics))
+        return addr_cache[host]
+
+    gloo_timeout = float(env.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or 30)
+    secret = secrets.token_hex(32)
+    if a.output_filename:
+        os.makedirs(a.output_filename, exist_ok=True)
+    with RendezvousStoreServer(secret, host=bind, verbose=a.verbose) as store:
+        spec = ElasticSpec(
+            num_proc=a.num_proc, min_np=a.min_num_proc, max_np=a.max_num_proc, discovery=disc,
+            command=a.command, env=env, secret=secret, store=store, store_addr=store_addr,
+            is_local=network.is_local_host, elastic_timeout=a.elastic_timeout,
+            reset_limit=a.reset_limit, cooldown_range=a.cooldown_range,
+            ready_timeout=max(60.0, 2 * gloo_timeout), output_dir=a.output_filename,
+            timestamp_output=a.prefix_output_with_timestamp, verbose=a.verbose,
+            ssh_port=a.ssh_port, ssh_identity_file=a.ssh_identity_file,
+            start_timeout=_start_timeout(a))
+        return run_elastic(spec)
 
 
 def run_commandline(argv=None):

@@ -92,6 +92,19 @@ class RendezvousStoreServer:
     def __exit__(self, *exc):
         self.stop()
 
+    # ---- in-process access (the launcher's own keys, e.g. the elastic driver) ----
+
+    def set_local(self, key, value):
+        """Sets key (str) to value (str or bytes) as a client's SET would."""
+        with self._cond:
+            self._data[key.encode()] = value.encode() if isinstance(value, str) else bytes(value)
+            self._cond.notify_all()
+
+    def get_local(self, key):
+        """The bytes under key (str), or None; never blocks."""
+        with self._cond:
+            return self._data.get(key.encode())
+
     # ---- internals ----
 
     def _log(self, msg):

@@ -17,6 +17,8 @@ const std::vector<ConfigOption>& ConfigOptions() {
       {"HOROVOD_GLOO_RENDEZVOUS_ADDR", ConfigType::kString, "", "address of horovodrun's rendezvous store"},
       {"HOROVOD_GLOO_RENDEZVOUS_PORT", ConfigType::kInt, "-1", "port of horovodrun's rendezvous store"},
       {"_HOROVOD_SECRET_KEY", ConfigType::kString, "", "per-job secret that the rendezvous store checks"},
+      {"_HOROVOD_ELASTIC_ROUND", ConfigType::kInt, "0",
+       "elastic round this init() joins (set by hvd.init() in elastic jobs; names its store keys)"},
       {"HOROVOD_GLOO_IFACE", ConfigType::kString, "", "network interface for Gloo TCP"},
       {"HOROVOD_GLOO_TIMEOUT_SECONDS", ConfigType::kFloat, "30", "timeout of Gloo connections and collectives"},
       {"HOROVOD_START_TIMEOUT", ConfigType::kFloat, "30", "seconds to wait for every rank at init"},

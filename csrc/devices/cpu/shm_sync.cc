@@ -1,5 +1,8 @@
 #include "devices/cpu/shm_sync.h"
 
+#include <fstream>
+#include <string>
+
 #include <immintrin.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -75,8 +78,20 @@ bool MoveOffCpu(int cpu) {
   return true;
 }
 
+// A peer that exited but is not yet reaped by its parent (a zombie) still
+// answers kill(pid, 0); its /proc state 'Z' (or 'X') says it is gone.
+// Launchers that reap late (a Spark task, a Ray actor, a test driver that
+// waits for its children in order) must not cost a survivor the full timeout.
 bool ProcessGone(int32_t pid) {
-  return pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
+  if (pid <= 0 || pid == getpid()) return false;
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;  // not visible here: assume alive
+  const size_t close = line.rfind(')');  // the command name may contain spaces
+  if (close == std::string::npos || close + 2 >= line.size()) return false;
+  const char state = line[close + 2];
+  return state == 'Z' || state == 'X';
 }
 
 }  // namespace

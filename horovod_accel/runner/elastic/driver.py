@@ -1,0 +1,410 @@
+"""horovodrun's elastic driver: runs a job as a sequence of rounds (NOTE
+[Elastic rounds] in horovod_accel/common/elastic_protocol.py) while hosts
+fail, leave and arrive.
+
+One loop thread (the caller of run()) owns all state; the discovery thread
+and the per-worker wait threads only post events to its queue. Per tick:
+- a worker that exits non-zero fails: its host is blacklisted and a reset
+  begins (the survivors see the loss as HorovodInternalError, reset and tell
+  the driver they are ready); a worker that exits 0 means training is done:
+  no more resets, the job ends when the round's workers have exited;
+- a discovery result that changes the plan of the current round is announced
+  to the workers (hosts event); they reset at their next commit;
+- once every live worker of the round is ready (or gone), the next round is
+  planned (assignment.py), published and its new workers are spawned;
+  workers alive but not ready READY_TIMEOUT after a reset began are stopped
+  as hung;
+- the job fails, with a message naming the cause, when every worker of a
+  round failed, every host is blacklisted, fewer than --min-np slots stay
+  available past --elastic-timeout, no survivor is left to hold the state,
+  or a reset would pass --reset-limit.
+"""
+import dataclasses
+import queue
+import signal
+import threading
+import time
+
+from horovod_accel.common import elastic_protocol as proto
+from horovod_accel.runner import hosts as hosts_mod
+from horovod_accel.runner import output, rank_process
+from horovod_accel.runner.elastic.assignment import plan_round, same_plan
+from horovod_accel.runner.elastic.discovery import DiscoveryError
+from horovod_accel.runner.elastic.host_manager import HostManager
+
+TERM_GRACE_S = 3.0
+OUTPUT_DRAIN_S = 3.0
+_TICK_S = 0.05
+
+
+class JobFailed(Exception):
+    """The elastic job cannot go on; the message names the cause."""
+
+
+@dataclasses.dataclass
+class ElasticSpec:
+    num_proc: int                # workers the first round waits for
+    min_np: int
+    max_np: object               # int or None (no limit)
+    discovery: object            # discovery.FixedHosts or HostDiscoveryScript
+    command: list
+    env: dict                    # environment common to every worker
+    secret: str
+    store: object                # the running RendezvousStoreServer
+    store_addr: object           # hostname -> store address seen from that host
+    is_local: object             # hostname -> bool (start without ssh)
+    elastic_timeout: float = 600.0
+    reset_limit: object = None
+    cooldown_range: object = None
+    discovery_interval: float = 1.0
+    ready_timeout: float = 60.0
+    output_dir: str = None
+    timestamp_output: bool = False
+    verbose: bool = False
+    ssh_port: int = None
+    ssh_identity_file: str = None
+    start_timeout: float = 30.0
+
+
+class _Worker:
+    def __init__(self, wid, hostname, spawn_rank):
+        self.id = wid
+        self.hostname = hostname
+        self.spawn_rank = spawn_rank
+        self.proc = None            # RankProcess once started
+        self.exited = False
+        self.removed = False        # dropped by the driver: its exit is expected
+        self.hung = False           # stopped by the driver as hung
+
+    def describe(self):
+        return f"worker {self.id} (host {self.hostname})"
+
+
+class ElasticDriver:
+    def __init__(self, spec):
+        self.spec = spec
+        self.hosts = HostManager(spec.cooldown_range)
+        self.events = queue.Queue()
+        self.workers = {}           # id -> _Worker, every worker ever started
+        self.members = []           # worker ids of the current round, in rank order
+        self.round = 0
+        self.plan = None
+        self.forming = True         # the next round is to be formed
+        self.waiting_since = time.monotonic()
+        self.reset_since = None
+        self.resets = 0
+        self.hosts_seq = 0
+        self.last_add_seq = 0
+        self.succeeded = None       # the first worker that exited 0
+        self.failures = []          # failed workers, in order
+        self.signum = None
+        self._next_id = 0
+        self._stop = threading.Event()
+        self._last_discovery_error = None
+
+    # ---------------------------------------------------------------- events
+
+    def _discovery_loop(self):
+        while not self._stop.wait(self.spec.discovery_interval):
+            try:
+                self.events.put(("hosts", self.spec.discovery.find_available_hosts()))
+            except DiscoveryError as e:
+                self.events.put(("discovery_error", e))
+
+    def _on_signal(self, signum, frame):
+        if self.signum is not None:
+            for w in self.workers.values():  # a second signal kills at once
+                if w.proc is not None:
+                    w.proc.signal_group(signal.SIGKILL)
+        self.signum = signum
+
+    def _handle(self, kind, payload):
+        if kind == "exit":
+            self._on_exit(payload)
+        elif kind == "hosts":
+            self._last_discovery_error = None
+            self._on_hosts(payload)
+        elif kind == "discovery_error":
+            msg = str(payload)
+            if msg != self._last_discovery_error:  # later failures are retried
+                output.console_message(f"warning: {msg}; keeping the last host list and retrying")
+            self._last_discovery_error = msg
+
+    def _on_exit(self, w):
+        w.exited = True
+        how = w.proc.describe_exit()
+        if w.removed:
+            self._log(f"{w.describe()} left the job ({how})")
+            return
+        if w.proc.proc.returncode == 0:
+            if self.succeeded is None:
+                self._log(f"{w.describe()} finished; the job ends when its round's workers have")
+            self.succeeded = self.succeeded or w
+            return
+        self.failures.append(w)
+        if self.succeeded is not None:
+            output.console_message(f"{w.describe()} failed with {how} after training finished")
+            return
+        cooldown = self.hosts.blacklist(w.hostname)
+        until = "for the rest of the job" if cooldown is None else f"for {cooldown:.0f} s"
+        output.console_message(f"{w.describe()} failed with {how}; host {w.hostname} is "
+                               f"blacklisted {until}; the other workers reset")
+        self._print_tail(w)
+        if w.id in self.members and self.reset_since is None:
+            self.reset_since = time.monotonic()
+
+    def _on_hosts(self, discovered):
+        if not self.hosts.update(discovered):
+            return
+        self._log("hosts now: " + (hosts_mod.format_hosts(self.hosts.available()) or "(none)"))
+        if self.forming or self.succeeded is not None:
+            return  # the round being formed reads the hosts itself
+        live = [(wid, self.workers[wid].hostname) for wid in self.members
+                if not self.workers[wid].exited]
+        plan = plan_round(self.hosts.available(), live, self.spec.max_np)
+        if same_plan(plan, self.plan):
+            return
+        self.hosts_seq += 1
+        if plan.new_count() > 0:
+            self.last_add_seq = self.hosts_seq
+        self.spec.store.set_local(proto.HOSTS_EVENT_KEY,
+                                  proto.format_hosts_event(self.hosts_seq, self.last_add_seq))
+        self._log(f"host update #{self.hosts_seq}: workers reset at their next commit")
+
+    # ---------------------------------------------------------------- rounds
+
+    def _live_members(self):
+        return [self.workers[wid] for wid in self.members if not self.workers[wid].exited]
+
+    def _check_reset(self):
+        """While a round runs: starts forming the next one once every live
+        worker is ready; stops workers that hang."""
+        live = self._live_members()
+        if not live:
+            if self.succeeded is None and self.members:
+                raise JobFailed(f"every worker of round {self.round} failed; the last failure: "
+                                f"{self._last_failure()}")
+            return
+        ready = [w for w in live
+                 if self.spec.store.get_local(proto.ready_key(self.round, w.id)) is not None]
+        if ready and self.reset_since is None:
+            self.reset_since = time.monotonic()
+        if self.reset_since is None:
+            return
+        if len(ready) == len(live):
+            self.forming, self.waiting_since = True, time.monotonic()
+            return
+        if time.monotonic() - self.reset_since > self.spec.ready_timeout:
+            for w in live:
+                if w not in ready and not w.hung:
+                    w.hung = True
+                    output.console_message(
+                        f"{w.describe()} did not reset within {self.spec.ready_timeout:.0f} s of "
+                        "its peers; stopping it as hung")
+                    w.proc.signal_group(signal.SIGKILL)
+
+    def _release_waiting(self):
+        """Training is over: the workers waiting for a next round leave."""
+        for w in self._live_members():
+            if not w.removed and self.spec.store.get_local(
+                    proto.ready_key(self.round, w.id)) is not None:
+                w.removed = True
+                self.spec.store.set_local(proto.assignment_key(self.round + 1, w.id), proto.REMOVED)
+
+    def _form_round(self):
+        """Forms the next round if enough slots are available; else waits
+        (up to --elastic-timeout) for discovery to find more."""
+        s = self.spec
+        survivors = [(w.id, w.hostname) for w in self._live_members()]
+        plan = plan_round(self.hosts.available(), survivors, s.max_np)
+        need = s.num_proc if self.round == 0 else s.min_np
+        if plan.size < need:
+            if self.hosts.all_blacklisted():
+                raise JobFailed("every host is blacklisted after failures ("
+                                + ", ".join(self.hosts.blacklisted_names()) + "); last failure: "
+                                + self._last_failure())
+            waited = time.monotonic() - self.waiting_since
+            if waited > s.elastic_timeout:
+                flag = "-np" if self.round == 0 else "--min-np"
+                raise JobFailed(f"only {plan.size} slots are available ({s.discovery.describe()}"
+                                f"), fewer than {flag} {need}, for {s.elastic_timeout:.0f} s "
+                                "(--elastic-timeout / HOROVOD_ELASTIC_TIMEOUT)")
+            return
+        if self.round > 0:
+            if not plan.survivors():
+                raise JobFailed("no worker of the previous round is left on the available hosts, "
+                                "so no one holds the training state to sync from; last failure: "
+                                + self._last_failure())
+            self.resets += 1
+            if s.reset_limit is not None and self.resets > s.reset_limit:
+                raise JobFailed(f"the job would reset a {self._ordinal(self.resets)} time, past "
+                                f"--reset-limit {s.reset_limit}; last failure: "
+                                + self._last_failure())
+        r = self.round + 1
+        for wid in plan.removed:
+            self.workers[wid].removed = True
+            s.store.set_local(proto.assignment_key(r, wid), proto.REMOVED)
+        members, spawn = [], []
+        for (host, wid), topo in zip(plan.placement, plan.topology()):
+            if wid is None:
+                w = self._new_worker(host, topo["rank"])
+                spawn.append((w, topo))
+                wid = w.id
+            members.append(wid)
+            s.store.set_local(proto.assignment_key(r, wid),
+                              proto.format_assignment(topo, self.hosts_seq))
+        s.store.set_local(proto.ROUND_KEY, str(r))
+        self.round, self.members, self.plan = r, members, plan
+        self.forming, self.reset_since = False, None
+        self._log(f"round {r}: {plan.size} workers on "
+                  f"{', '.join(dict.fromkeys(h for h, _ in plan.placement))}"
+                  f" ({len(spawn)} new, {len(plan.removed)} removed)")
+        for w, topo in spawn:
+            self._start(w, topo, r)
+
+    # ---------------------------------------------------------------- processes
+
+    def _new_worker(self, host, rank):
+        self._next_id += 1
+        w = _Worker(f"w{self._next_id}", host, rank)
+        self.workers[w.id] = w
+        return w
+
+    def _start(self, w, topo, round_):
+        s = self.spec
+        slot = hosts_mod.SlotInfo(hostname=w.hostname, **topo)
+        env = dict(s.env)
+        env.update(rank_process.slot_env(slot, s.store_addr(w.hostname), s.store.port, s.secret))
+        env.update({"HOROVOD_ELASTIC": "1", proto.WORKER_ID_ENV: w.id,
+                    proto.SPAWN_ROUND_ENV: str(round_),
+                    proto.ASSIGNMENT_TIMEOUT_ENV: str(s.elastic_timeout + s.ready_timeout + 60)})
+        remote = not s.is_local(w.hostname)
+        try:
+            if remote:
+                proc = rank_process.start_remote(w.hostname, s.command, env, s.ssh_port,
+                                                 s.ssh_identity_file, s.start_timeout)
+            else:
+                proc = rank_process.start_local(s.command, env)
+        except rank_process.LaunchError as e:
+            raise JobFailed(f"could not start {w.describe()}: {e}") from None
+        self._log(f"started {w.describe()} as rank {topo['rank']} of round {round_} "
+                  f"(pid {proc.pid})")
+        out, err = output.forward_rank_output(proc, topo["rank"], topo["size"], s.output_dir,
+                                              s.timestamp_output)
+        w.proc = rank_process.RankProcess(slot, proc, remote, out, err)
+        threading.Thread(target=lambda: (proc.wait(), self.events.put(("exit", w))),
+                         name=f"hvda-wait-{w.id}", daemon=True).start()
+
+    def _stop_all(self):
+        live = [w for w in self.workers.values() if w.proc is not None and not w.exited]
+        for w in live:
+            w.proc.signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + TERM_GRACE_S
+        for w in live:
+            try:
+                w.proc.proc.wait(max(0.0, deadline - time.monotonic()))
+            except Exception:  # noqa: BLE001 (subprocess.TimeoutExpired)
+                pass
+        for w in self.workers.values():
+            if w.proc is not None:
+                w.proc.signal_group(signal.SIGKILL)
+        deadline = time.monotonic() + OUTPUT_DRAIN_S
+        for w in self.workers.values():
+            if w.proc is not None:
+                for fwd in (w.proc.out, w.proc.err):
+                    fwd.join(max(0.0, deadline - time.monotonic()))
+
+    # ---------------------------------------------------------------- reporting
+
+    def _log(self, msg):
+        if self.spec.verbose:
+            output.console_message(msg)
+
+    @staticmethod
+    def _ordinal(n):
+        return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
+
+    def _last_failure(self):
+        if not self.failures:
+            return "none"
+        w = self.failures[-1]
+        return f"{w.describe()} failed with {w.proc.describe_exit()}"
+
+    @staticmethod
+    def _print_tail(w):
+        tail = list(w.proc.err.tail)
+        if tail:
+            output.console_message(f"last {len(tail)} stderr lines of {w.id}:\n" +
+                                   "\n".join(f"    {t}" for t in tail))
+
+    # ---------------------------------------------------------------- main loop
+
+    def _finished(self):
+        """The job's exit code once it is over, else None."""
+        if self.succeeded is None:
+            return None
+        if any(not self.workers[wid].exited for wid in self.members):
+            return None
+        bad = [self.workers[wid] for wid in self.members
+               if not self.workers[wid].removed and self.workers[wid].proc.proc.returncode != 0]
+        if bad:
+            output.console_message("training finished on some workers but failed on others: " +
+                                   ", ".join(f"{w.describe()}: {w.proc.describe_exit()}"
+                                             for w in bad))
+            return 1
+        return 0
+
+    def run(self):
+        """Runs the job; blocks; returns horovodrun's exit code."""
+        s = self.spec
+        old = {}
+        if threading.current_thread() is threading.main_thread():
+            old = {sig: signal.signal(sig, self._on_signal)
+                   for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            try:
+                first = s.discovery.find_available_hosts()
+            except DiscoveryError as e:
+                output.console_message(f"elastic job cannot start: {e}")
+                return 1
+            self.hosts.update(first)
+            s.store.set_local(proto.HOSTS_EVENT_KEY, proto.format_hosts_event(0, 0))
+            threading.Thread(target=self._discovery_loop, name="hvda-discovery",
+                             daemon=True).start()
+            return self._loop()
+        except JobFailed as e:
+            output.console_message(f"elastic job failed: {e}")
+            return 1
+        finally:
+            self._stop.set()
+            self._stop_all()
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+
+    def _loop(self):
+        while True:
+            try:
+                kind, payload = self.events.get(timeout=_TICK_S)
+                self._handle(kind, payload)
+                while True:
+                    kind, payload = self.events.get_nowait()
+                    self._handle(kind, payload)
+            except queue.Empty:
+                pass
+            if self.signum is not None:
+                output.console_message(f"received {signal.Signals(self.signum).name}; stopping "
+                                       "all workers")
+                return 128 + self.signum
+            code = self._finished()
+            if code is not None:
+                return code
+            if self.succeeded is not None:
+                self._release_waiting()
+            elif self.forming:
+                self._form_round()
+            else:
+                self._check_reset()
+
+
+def run_elastic(spec):
+    return ElasticDriver(spec).run()

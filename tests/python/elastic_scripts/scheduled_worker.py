@@ -1,0 +1,121 @@
+"""An elastic worker driven by a schedule, for the launcher's elastic tests.
+
+Env: ELASTIC_DIR (log directory and marker files), ELASTIC_SCHEDULE (JSON):
+  {"epochs": E, "batches": B, "sleep": seconds per batch,
+   "events": [{"epoch": e, "batch": b, "rank": r, "do": "raise"|"sigkill"|"exit"},
+              {"epoch": e, "batch": b, "do": "hosts", "hosts": "h1:2\\nh2:2"}]}
+Each event fires once in the whole job (a marker file records it; after a
+restore the same batch runs again without it). A "hosts" event: rank 0
+rewrites ELASTIC_DIR/hosts.txt (what the test's discovery script prints),
+then every rank commits until the driver's host update interrupts them, so
+the reset happens at exactly that batch whatever the timing.
+Every worker appends one JSON line per batch to ELASTIC_DIR/<worker id>.jsonl:
+{"w", "round", "rank", "size", "host", "epoch", "batch", "sum"}; the allreduced
+sum of ones must equal the size. Rank 0 prints DONE at the end.
+"""
+import json
+import os
+import signal
+import sys
+import time
+
+import torch
+
+import horovod.torch as hvd
+from horovod_accel.common import elastic as common_elastic
+
+DIR = os.environ["ELASTIC_DIR"]
+SCHED = json.loads(os.environ["ELASTIC_SCHEDULE"])
+WID = os.environ.get("_HOROVOD_ELASTIC_WORKER_ID", "static")
+
+
+def fire_once(i):
+    """True the first time event i is reached in the job."""
+    try:
+        fd = os.open(os.path.join(DIR, f"event-{i}.done"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def log(**rec):
+    with open(os.path.join(DIR, f"{WID}.jsonl"), "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
+def make_state():
+    if hasattr(hvd, "elastic") and hasattr(hvd.elastic, "ObjectState"):
+        return hvd.elastic.ObjectState(epoch=0, batch=0)
+    return common_elastic.ObjectState(hvd.broadcast_object, hvd.rank,
+                                      hvd.allgather_object, epoch=0, batch=0)
+
+
+def run(func):
+    if hasattr(hvd, "elastic") and hasattr(hvd.elastic, "run"):
+        return hvd.elastic.run(func)
+    return common_elastic.run_fn(func, lambda: (hvd.shutdown(), hvd.init()))
+
+
+def handle_events(state):
+    for i, ev in enumerate(SCHED.get("events", [])):
+        if (ev["epoch"], ev["batch"]) != (state.epoch, state.batch):
+            continue
+        if ev["do"] == "hosts":
+            if hvd.rank() == 0 and fire_once(i):
+                tmp = os.path.join(DIR, "hosts.txt.tmp")
+                with open(tmp, "w") as f:
+                    f.write(ev["hosts"].strip() + "\n")
+                os.replace(tmp, os.path.join(DIR, "hosts.txt"))
+                log(event=i, w=WID, what="hosts", t=time.time())
+            # This batch runs again after the reset: the ranks agree that the
+            # update is consumed (new workers were not there to see it).
+            seen = os.path.exists(os.path.join(DIR, f"event-{i}.seen"))
+            if hvd.allreduce(torch.tensor([float(seen)]), op=hvd.Max, name=f"hosts-{i}")[0] > 0:
+                continue
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                try:
+                    state.check_host_updates()
+                except Exception:
+                    open(os.path.join(DIR, f"event-{i}.seen"), "w").close()
+                    raise
+                time.sleep(0.05)
+            raise RuntimeError(f"no host update within 60 s of event {i}")
+        elif ev.get("rank") == hvd.rank() and fire_once(i):
+            log(event=i, w=WID, what=ev["do"], t=time.time())
+            if ev["do"] == "raise":
+                raise RuntimeError(f"scheduled failure {i} on rank {hvd.rank()}")
+            if ev["do"] == "exit":
+                sys.exit(3)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def main():
+    hvd.init()
+    state = make_state()
+
+    @run
+    def train(state):
+        while state.epoch < SCHED["epochs"]:
+            while state.batch < SCHED["batches"]:
+                handle_events(state)
+                s = hvd.allreduce(torch.ones(4), op=hvd.Sum, name="step")
+                log(w=WID, round=int(os.environ.get("_HOROVOD_ELASTIC_ROUND", "0")),
+                    rank=hvd.rank(), size=hvd.size(), host=os.environ.get("HOROVOD_HOSTNAME"),
+                    epoch=state.epoch, batch=state.batch, sum=float(s[0]))
+                time.sleep(SCHED.get("sleep", 0.0))
+                state.batch += 1
+                state.commit()
+            state.epoch += 1
+            state.batch = 0
+            state.commit()
+        return hvd.size()
+
+    size = train(state)
+    if hvd.rank() == 0:
+        print(f"DONE size={size}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
