@@ -41,6 +41,10 @@ class State:
         self._rank = get_rank
         self._allgather_object = allgather_object
         self._reset_callbacks = []
+        # Upstream's internals that its own elastic test scripts poll
+        # (`while state._host_messages.empty(): sleep`): kept readable.
+        self._host_messages = _PendingHostUpdates()
+        self._last_updated_timestamp = 0
 
     def register_reset_callbacks(self, callbacks):
         """Callables run (in order) after each reset, once the state is synced;
@@ -98,6 +102,19 @@ class State:
 
     def reset(self):
         """Called after each reset, before the reset callbacks."""
+
+
+class _PendingHostUpdates:
+    """Stands in for upstream's per-state queue of driver notifications:
+    empty() is False once the driver announced a host update that this
+    worker's round does not include (a store read; not collective)."""
+
+    def empty(self):
+        worker = DEFAULT_RUNTIME.elastic_worker()
+        return worker is None or not worker.host_event()[0]
+
+    def qsize(self):
+        return 0 if self.empty() else 1
 
 
 class ObjectState(State):

@@ -109,15 +109,26 @@ def run(a):
 
 
 def _run_elastic(a, env):
+    return run_elastic_job(a, env)[0]
+
+
+def run_elastic_job(a, env, prepare=None, collect=None):
     """Elastic mode (elastic/driver.py): hosts from the discovery script, or
-    the fixed -H/--hostfile hosts."""
+    the fixed -H/--hostfile hosts. prepare(store_server), if given, runs
+    before the first worker starts (horovod.run stores its call there), and
+    collect(driver) once the job ended, while the store still serves.
+    Returns (exit code, the ElasticDriver, what collect returned)."""
     from horovod_accel.runner.elastic import discovery  # noqa: PLC0415
-    from horovod_accel.runner.elastic.driver import ElasticSpec, run_elastic  # noqa: PLC0415
+    from horovod_accel.runner.elastic.driver import ElasticDriver, ElasticSpec  # noqa: PLC0415
     if a.host_discovery_script:
         disc = discovery.HostDiscoveryScript(a.host_discovery_script, a.slots)
         bind = "0.0.0.0"  # hosts are not known yet
     else:
         fixed = _host_list(a)
+        if len(fixed) < 2:
+            raise ValueError("fault tolerance on fixed hosts (--min-np with -H/--hostfile) needs "
+                             "at least 2 hosts: a failure blacklists its host, so one host "
+                             "cannot survive it; add a host or use --host-discovery-script")
         disc = discovery.FixedHosts(fixed)
         bind = "127.0.0.1" if all(network.is_local_host(h.name) for h in fixed) else "0.0.0.0"
         _choose_gloo_iface(env, {h.name: (None if network.is_local_host(h.name) else
@@ -146,7 +157,11 @@ def _run_elastic(a, env):
             timestamp_output=a.prefix_output_with_timestamp, verbose=a.verbose,
             ssh_port=a.ssh_port, ssh_identity_file=a.ssh_identity_file,
             start_timeout=_start_timeout(a))
-        return run_elastic(spec)
+        if prepare is not None:
+            prepare(store)
+        driver = ElasticDriver(spec)
+        code = driver.run()
+        return code, driver, (collect(driver) if collect is not None else None)
 
 
 def run_commandline(argv=None):

@@ -35,11 +35,6 @@ import warnings
 
 from horovod_accel.runner import run_task as task
 
-# horovodrun rejects the elastic flags the same way (args.py).
-_ELASTIC = (("min_num_proc", "--min-np"), ("max_num_proc", "--max-np"),
-            ("slots", "--slots-per-host"), ("reset_limit", "--reset-limit"),
-            ("cooldown_range", "--blacklist-cooldown-range"),
-            ("host_discovery_script", "--host-discovery-script"))
 
 
 class RankError(RuntimeError):
@@ -65,16 +60,11 @@ class RankError(RuntimeError):
         self.stderr_tail = list(stderr_tail)
 
 
-def _check_args(func, num_proc, hosts, hostfile, use_gloo, use_mpi, start_timeout, elastic):
+def _check_args(func, num_proc, hosts, hostfile, use_gloo, use_mpi, start_timeout):
     if hosts is not None and hostfile is not None:
         raise ValueError("horovod.run: give hosts or hostfile, not both")
     if use_gloo and use_mpi:
         raise ValueError("horovod.run: use_gloo and use_mpi cannot both be True")
-    used = [f"{name} ({flag})" for name, flag in _ELASTIC if elastic[name] is not None]
-    if used:
-        raise ValueError(f"horovod.run: elastic horovod.run ({', '.join(used)}) is not supported "
-                         "yet by horovod_accel (horovodrun rejects these flags too); run a "
-                         "fixed-size job with num_proc=N")
     if not callable(func):
         raise TypeError(f"horovod.run: func must be callable, got {type(func).__name__}")
     if isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1:
@@ -230,6 +220,35 @@ def _run_gloo(a, env, payload):
     return _results(records, len(slots), hostnames)
 
 
+def _run_elastic(a, env, payload):
+    """Elastic horovod.run (horovodrun's elastic driver): the results of the
+    last round's ranks, in rank order."""
+    from horovod_accel.runner import launch  # noqa: PLC0415
+    from horovod_accel.runner.store_client import StoreClient  # noqa: PLC0415
+    out = {}
+
+    def prepare(server):
+        out["store"] = StoreClient("127.0.0.1", server.port, server.secret, timeout=30)
+        task.put_blob(out["store"], task.FUNC_KEY, payload)
+
+    def collect(driver):
+        return _read_records(out["store"], driver.final_size())
+
+    try:
+        code, driver, records = launch.run_elastic_job(a, env, prepare, collect)
+    finally:
+        if "store" in out:
+            out["store"].close()
+    if driver.signum is not None:
+        if driver.signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise RuntimeError(f"horovod.run: the job was stopped by "
+                           f"{signal.Signals(driver.signum).name}")
+    if code != 0:
+        raise RuntimeError(f"horovod.run: {driver.error or f'exit code {code}'}")
+    return _results(records, driver.final_size(), {})
+
+
 def _run_mpi(a, env, payload):
     from horovod_accel.runner import launch, mpi_launch  # noqa: PLC0415
     from horovod_accel.runner.store_client import StoreClient  # noqa: PLC0415
@@ -265,7 +284,7 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
         host_discovery_script=None, start_timeout=None, ssh_port=None, ssh_identity_file=None,
         disable_cache=None, output_filename=None, verbose=None, use_gloo=None, use_mpi=None,
         mpi_args=None, network_interface=None, network_interfaces=None, executable=None,
-        np=None, min_np=None, max_np=None):
+        np=None, min_np=None, max_np=None, elastic_timeout=None):
     """Runs `func(*args, **kwargs)` on `num_proc` ranks of a new Horovod job
     and returns their return values as a list indexed by rank.
 
@@ -277,9 +296,10 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
     deprecated), executable (the Python that runs the ranks; default
     sys.executable); np, min_np and max_np are deprecated spellings of
     num_proc, min_num_proc and max_num_proc. disable_cache is accepted and
-    ignored (nothing is cached). The elastic parameters (min_num_proc,
-    max_num_proc, slots, reset_limit, cooldown_range, host_discovery_script)
-    raise ValueError: elastic jobs are not supported yet.
+    ignored (nothing is cached). min_num_proc or host_discovery_script make
+    the job elastic, as in horovodrun (with max_num_proc, slots, reset_limit,
+    cooldown_range, elastic_timeout): func then runs hvd.elastic.run itself,
+    and the results are those of the last round's ranks.
 
     func, args and kwargs must be picklable with cloudpickle, and so must
     func's return value. The ranks' output goes to this process's stdout and
@@ -302,10 +322,7 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
         min_num_proc = min_np
     if max_np is not None:
         max_num_proc = max_np
-    _check_args(func, num_proc, hosts, hostfile, use_gloo, use_mpi, start_timeout,
-                {"min_num_proc": min_num_proc, "max_num_proc": max_num_proc, "slots": slots,
-                 "reset_limit": reset_limit, "cooldown_range": cooldown_range,
-                 "host_discovery_script": host_discovery_script})
+    _check_args(func, num_proc, hosts, hostfile, use_gloo, use_mpi, start_timeout)
     if mpi_args and not use_mpi:
         warnings.warn("horovod.run: mpi_args only apply with use_mpi=True; ignoring them",
                       stacklevel=2)
@@ -316,11 +333,29 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
     a = _launcher_args(num_proc, hosts, hostfile, start_timeout, ssh_port, ssh_identity_file,
                        output_filename, verbose, use_mpi, mpi_args, nics, command)
     payload = _payload(func, args, {} if kwargs is None else kwargs)
+    from horovod_accel.runner.elastic import settings as elastic_settings  # noqa: PLC0415
+    a.elastic = elastic_settings.is_elastic(min_num_proc, host_discovery_script)
+    if a.elastic:
+        (a.num_proc, a.min_num_proc, a.max_num_proc, a.elastic_timeout) = \
+            elastic_settings.resolve(num_proc, min_num_proc, max_num_proc, slots,
+                                     host_discovery_script, bool(a.hosts or a.hostfile),
+                                     elastic_timeout, reset_limit, cooldown_range, a.use_mpi)
+        a.slots, a.reset_limit, a.host_discovery_script = slots, reset_limit, host_discovery_script
+        a.cooldown_range = tuple(cooldown_range) if cooldown_range is not None else None
+    else:
+        for name, value in (("max_num_proc", max_num_proc), ("slots", slots),
+                            ("reset_limit", reset_limit), ("cooldown_range", cooldown_range),
+                            ("elastic_timeout", elastic_timeout)):
+            if value is not None:
+                raise ValueError(f"horovod.run: {name} only applies to elastic jobs; give "
+                                 "min_num_proc or host_discovery_script (or drop it)")
 
     from horovod_accel.runner import tunables  # noqa: PLC0415
     env = dict(os.environ)
     env.update(tunables.env_from_args(a))
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if a.elastic:
+        return _run_elastic(a, env, payload)
     if a.use_mpi:
         return _run_mpi(a, env, payload)
     return _run_gloo(a, env, payload)

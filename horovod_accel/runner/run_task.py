@@ -133,6 +133,12 @@ def main():
             raise TypeError(f"the value func returned on rank {rank} cannot be pickled "
                             f"({type(value).__name__}): {e}") from e
     except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too
+        if os.environ.get("HOROVOD_ELASTIC") == "1":
+            # Elastic: the driver reports failed workers and survives them;
+            # only the last round's ranks return results.
+            if isinstance(e, SystemExit) and e.code in (0, None):
+                return 0  # removed from the job by the driver
+            raise
         with connect() as store:
             record, tb = error_record(e, store.add(ERRORS_KEY, 1))
             sys.stdout.flush()
@@ -141,6 +147,7 @@ def main():
             put_blob(store, result_key(rank), record)
         return 1
     sys.stdout.flush()
+    rank = rank_from_env()  # an elastic worker's rank is that of its last round
     with connect() as store:
         put_blob(store, result_key(rank), record)
     return 0

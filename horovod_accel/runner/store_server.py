@@ -49,6 +49,10 @@ class RendezvousStoreServer:
     def port(self):
         return self._port
 
+    @property
+    def secret(self):
+        return self._secret
+
     def start(self):
         """Binds and starts serving; returns the bound port. Does not block."""
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

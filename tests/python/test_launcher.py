@@ -114,7 +114,8 @@ def test_tunable_flags_map_to_upstream_env():
 @pytest.mark.parametrize("flags,needle", [
     (["--jsrun"], "--jsrun is not supported"),
     (["--mpi", "--gloo"], "argument --gloo: not allowed with argument --mpi"),
-    (["--min-np", "1"], "elastic training (--min-np) is not supported yet"),
+    (["--min-np", "1"], "elastic mode needs hosts"),
+    (["--reset-limit", "1"], "--reset-limit only applies to elastic jobs"),
     (["--config-file", "c.yaml"], "--config-file is not supported yet"),
     (["--fusion-threshold-mb", "-1"], "must be >= 0"),
 ])

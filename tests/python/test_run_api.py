@@ -63,6 +63,31 @@ def mpi_rank():
                else os.environ["PMI_RANK"])
 
 
+def elastic_steps(marker_dir, steps):
+    """An elastic func: rank 1 SIGKILLs itself once at step 2; the job goes
+    on with the survivor, whose committed state is restored."""
+    import signal  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+    import horovod.torch as hvd  # noqa: PLC0415
+    hvd.init()
+    state = hvd.elastic.ObjectState(step=0, sizes=[])
+
+    @hvd.elastic.run
+    def train(state):
+        while state.step < steps:
+            marker = os.path.join(marker_dir, "killed")
+            if state.step == 2 and hvd.rank() == 1 and not os.path.exists(marker):
+                open(marker, "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
+            hvd.allreduce(torch.ones(1), name="step")
+            state.sizes.append(hvd.size())
+            state.step += 1
+            state.commit()
+        return {"rank": hvd.rank(), "size": hvd.size(), "sizes": state.sizes}
+
+    return train(state)
+
+
 # ------------------------------------------------------------------ the caller
 
 def _report(**kw):
@@ -99,6 +124,10 @@ def caller(case, *argv):
         out = horovod.run(hvda_run_api_helper.big, args=(33 << 20,), np=2,
                           output_filename=os.path.join(argv[0], "logs"))
         _report(sizes=[len(b) for b in out], heads=[b[:1].decode() for b in out])
+    elif case == "elastic":
+        out = horovod.run(elastic_steps, args=(argv[0], 5), num_proc=2, min_num_proc=1,
+                          hosts="localhost:1,127.0.0.1:1")
+        _report(results=out)
     elif case == "mpi":
         out = horovod.run(mpi_rank, num_proc=2, use_mpi=True, mpi_args="--oversubscribe")
         _report(results=out)
@@ -174,13 +203,21 @@ def test_use_mpi_launches_through_mpirun():
     assert results[0]["results"] == [0, 1], tail(r)
 
 
+def test_elastic_run_returns_the_last_rounds_results(tmp_path):
+    r, results = run_caller("elastic", tmp_path)
+    assert r.returncode == 0 and results, tail(r)
+    assert results[0]["results"] == [{"rank": 0, "size": 1, "sizes": [2, 2, 1, 1, 1]}], tail(r)
+
+
 @pytest.mark.parametrize("kwargs, error, needle", [
     (dict(hosts="localhost:2", hostfile="hosts.txt"), ValueError, "hosts or hostfile"),
     (dict(use_gloo=True, use_mpi=True), ValueError, "use_gloo and use_mpi"),
-    (dict(min_np=1), ValueError, "elastic horovod.run .*min_num_proc"),
-    (dict(max_num_proc=4), ValueError, "elastic horovod.run .*max_num_proc"),
-    (dict(reset_limit=1), ValueError, "elastic horovod.run .*reset_limit"),
-    (dict(cooldown_range=(1, 2)), ValueError, "elastic horovod.run .*cooldown_range"),
+    (dict(min_np=1), ValueError, "elastic mode needs hosts"),
+    (dict(max_num_proc=4), ValueError, "max_num_proc only applies to elastic jobs"),
+    (dict(reset_limit=1), ValueError, "reset_limit only applies to elastic jobs"),
+    (dict(cooldown_range=(1, 2)), ValueError, "cooldown_range only applies to elastic jobs"),
+    (dict(min_num_proc=3, num_proc=2, hosts="localhost:3"), ValueError,
+     "--min-np 3 is larger than -np 2"),
     (dict(num_proc=0), ValueError, "num_proc must be a positive integer"),
     (dict(num_proc=3, hosts="localhost:2"), ValueError, "only 2 slots"),
     (dict(start_timeout=-1), ValueError, "start_timeout"),

@@ -29,12 +29,19 @@ from horovod_accel.common import elastic_protocol as proto
 from horovod_accel.runner import hosts as hosts_mod
 from horovod_accel.runner import output, rank_process
 from horovod_accel.runner.elastic.assignment import plan_round, same_plan
+from horovod_accel.runner.elastic.constants import RESET_LIMIT_EXCEEDED_MESSAGE
 from horovod_accel.runner.elastic.discovery import DiscoveryError
 from horovod_accel.runner.elastic.host_manager import HostManager
 
 TERM_GRACE_S = 3.0
 OUTPUT_DRAIN_S = 3.0
 _TICK_S = 0.05
+# Upstream's name (its tests patch it): how often hosts are discovered.
+DISCOVER_HOSTS_FREQUENCY_SECS = 1.0
+# Upstream's words for a job ended by failed workers, kept so that tooling
+# which matches them keeps working.
+WORKERS_FAILED = ("Horovod detected that one or more processes exited with non-zero status, "
+                  "thus causing the job to be terminated")
 
 
 class JobFailed(Exception):
@@ -56,7 +63,7 @@ class ElasticSpec:
     elastic_timeout: float = 600.0
     reset_limit: object = None
     cooldown_range: object = None
-    discovery_interval: float = 1.0
+    discovery_interval: float = None  # None: DISCOVER_HOSTS_FREQUENCY_SECS
     ready_timeout: float = 60.0
     output_dir: str = None
     timestamp_output: bool = False
@@ -98,14 +105,17 @@ class ElasticDriver:
         self.succeeded = None       # the first worker that exited 0
         self.failures = []          # failed workers, in order
         self.signum = None
+        self.error = None           # why the job failed (JobFailed's message), once run() ends
         self._next_id = 0
         self._stop = threading.Event()
         self._last_discovery_error = None
+        self._last_available = []
 
     # ---------------------------------------------------------------- events
 
     def _discovery_loop(self):
-        while not self._stop.wait(self.spec.discovery_interval):
+        interval = self.spec.discovery_interval
+        while not self._stop.wait(DISCOVER_HOSTS_FREQUENCY_SECS if interval is None else interval):
             try:
                 self.events.put(("hosts", self.spec.discovery.find_available_hosts()))
             except DiscoveryError as e:
@@ -154,9 +164,14 @@ class ElasticDriver:
             self.reset_since = time.monotonic()
 
     def _on_hosts(self, discovered):
-        if not self.hosts.update(discovered):
+        # Compared with the last list seen, not the last discovery: a cooldown
+        # that ends changes the available hosts without any new discovery.
+        self.hosts.update(discovered)
+        available = self.hosts.available()
+        if available == self._last_available:
             return
-        self._log("hosts now: " + (hosts_mod.format_hosts(self.hosts.available()) or "(none)"))
+        self._last_available = available
+        self._log("hosts now: " + (hosts_mod.format_hosts(available) or "(none)"))
         if self.forming or self.succeeded is not None:
             return  # the round being formed reads the hosts itself
         live = [(wid, self.workers[wid].hostname) for wid in self.members
@@ -182,8 +197,8 @@ class ElasticDriver:
         live = self._live_members()
         if not live:
             if self.succeeded is None and self.members:
-                raise JobFailed(f"every worker of round {self.round} failed; the last failure: "
-                                f"{self._last_failure()}")
+                raise JobFailed(f"{WORKERS_FAILED}: every worker of round {self.round} failed; "
+                                f"the last failure: {self._last_failure()}")
             return
         ready = [w for w in live
                  if self.spec.store.get_local(proto.ready_key(self.round, w.id)) is not None]
@@ -220,15 +235,17 @@ class ElasticDriver:
         need = s.num_proc if self.round == 0 else s.min_np
         if plan.size < need:
             if self.hosts.all_blacklisted():
-                raise JobFailed("every host is blacklisted after failures ("
+                raise JobFailed(f"{WORKERS_FAILED}: every host is blacklisted after failures ("
                                 + ", ".join(self.hosts.blacklisted_names()) + "); last failure: "
                                 + self._last_failure())
             waited = time.monotonic() - self.waiting_since
             if waited > s.elastic_timeout:
                 flag = "-np" if self.round == 0 else "--min-np"
-                raise JobFailed(f"only {plan.size} slots are available ({s.discovery.describe()}"
-                                f"), fewer than {flag} {need}, for {s.elastic_timeout:.0f} s "
-                                "(--elastic-timeout / HOROVOD_ELASTIC_TIMEOUT)")
+                cause = f"{WORKERS_FAILED}: " if self.failures else ""
+                raise JobFailed(f"{cause}only {plan.size} slots are available ("
+                                f"{s.discovery.describe()}), fewer than {flag} {need}, for "
+                                f"{s.elastic_timeout:.0f} s (--elastic-timeout / "
+                                "HOROVOD_ELASTIC_TIMEOUT)")
             return
         if self.round > 0:
             if not plan.survivors():
@@ -237,8 +254,9 @@ class ElasticDriver:
                                 + self._last_failure())
             self.resets += 1
             if s.reset_limit is not None and self.resets > s.reset_limit:
-                raise JobFailed(f"the job would reset a {self._ordinal(self.resets)} time, past "
-                                f"--reset-limit {s.reset_limit}; last failure: "
+                raise JobFailed(RESET_LIMIT_EXCEEDED_MESSAGE.format(s.reset_limit) +
+                                f" (--reset-limit; it would reset a "
+                                f"{self._ordinal(self.resets)} time); last failure: "
                                 + self._last_failure())
         r = self.round + 1
         for wid in plan.removed:
@@ -339,6 +357,10 @@ class ElasticDriver:
 
     # ---------------------------------------------------------------- main loop
 
+    def final_size(self):
+        """The number of ranks of the last round (0 before the first)."""
+        return self.plan.size if self.plan is not None else 0
+
     def _finished(self):
         """The job's exit code once it is over, else None."""
         if self.succeeded is None:
@@ -348,9 +370,9 @@ class ElasticDriver:
         bad = [self.workers[wid] for wid in self.members
                if not self.workers[wid].removed and self.workers[wid].proc.proc.returncode != 0]
         if bad:
-            output.console_message("training finished on some workers but failed on others: " +
-                                   ", ".join(f"{w.describe()}: {w.proc.describe_exit()}"
-                                             for w in bad))
+            self.error = ("training finished on some workers but failed on others: " +
+                          ", ".join(f"{w.describe()}: {w.proc.describe_exit()}" for w in bad))
+            output.console_message(self.error)
             return 1
         return 0
 
@@ -365,14 +387,17 @@ class ElasticDriver:
             try:
                 first = s.discovery.find_available_hosts()
             except DiscoveryError as e:
-                output.console_message(f"elastic job cannot start: {e}")
+                self.error = f"elastic job cannot start: {e}"
+                output.console_message(self.error)
                 return 1
             self.hosts.update(first)
+            self._last_available = self.hosts.available()
             s.store.set_local(proto.HOSTS_EVENT_KEY, proto.format_hosts_event(0, 0))
             threading.Thread(target=self._discovery_loop, name="hvda-discovery",
                              daemon=True).start()
             return self._loop()
         except JobFailed as e:
+            self.error = str(e)
             output.console_message(f"elastic job failed: {e}")
             return 1
         finally:
@@ -405,6 +430,3 @@ class ElasticDriver:
             else:
                 self._check_reset()
 
-
-def run_elastic(spec):
-    return ElasticDriver(spec).run()

@@ -2,7 +2,7 @@
 
 Env: ELASTIC_DIR (log directory and marker files), ELASTIC_SCHEDULE (JSON):
   {"epochs": E, "batches": B, "sleep": seconds per batch,
-   "events": [{"epoch": e, "batch": b, "rank": r, "do": "raise"|"sigkill"|"exit"},
+   "events": [{"epoch": e, "batch": b, "rank": r, "do": "raise"|"sigkill"|"exit"|"sleep"},
               {"epoch": e, "batch": b, "do": "hosts", "hosts": "h1:2\\nh2:2"}]}
 Each event fires once in the whole job (a marker file records it; after a
 restore the same batch runs again without it). A "hosts" event: rank 0
@@ -88,6 +88,9 @@ def handle_events(state):
                 raise RuntimeError(f"scheduled failure {i} on rank {hvd.rank()}")
             if ev["do"] == "exit":
                 sys.exit(3)
+            if ev["do"] == "sleep":  # a long step on this rank only (no Horovod op)
+                time.sleep(ev.get("seconds", 3))
+                continue
             os.kill(os.getpid(), signal.SIGKILL)
 
 
