@@ -12,10 +12,10 @@ _BACKEND_NAME = _keras.backend.backend()
 
 if _BACKEND_NAME == "tensorflow":
     from horovod_accel.tensorflow.keras import *  # noqa: F401,F403
-    from horovod_accel.tensorflow.keras import callbacks  # noqa: F401
+    from horovod_accel.tensorflow.keras import callbacks, elastic  # noqa: F401
 elif _BACKEND_NAME == "torch":
     from horovod_accel.keras.torch_api import *  # noqa: F401,F403
-    from horovod_accel.keras import callbacks  # noqa: F401
+    from horovod_accel.keras import callbacks, elastic  # noqa: F401
 else:
     raise ImportError(f"horovod.keras supports KERAS_BACKEND=tensorflow or torch, not "
                       f"{_BACKEND_NAME!r}; set KERAS_BACKEND before importing keras.")

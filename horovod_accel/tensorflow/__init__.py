@@ -8,8 +8,7 @@ compression and tf.IndexedSlices), functions.py (variable and object
 broadcasts, BroadcastGlobalVariablesHook), gradient_tape.py, optimizer.py
 (TF1 DistributedOptimizer), sync_batch_norm.py, util.py (upstream's
 `horovod.tensorflow.util` helpers: `_executing_eagerly`, `vars_to_refs`, ...)
-and keras/ (Keras 3). Not provided: `hvd.elastic` (horovod_accel has no
-elastic support yet).
+elastic.py (`hvd.elastic`, elastic training) and keras/ (Keras 3).
 """
 from horovod_accel.tensorflow.compression import Compression
 from horovod_accel.tensorflow.functions import (BroadcastGlobalVariablesHook, allgather_object,
@@ -32,3 +31,4 @@ from horovod_accel.tensorflow.sync_batch_norm import SyncBatchNormalization
 from horovod_accel.tensorflow import util  # noqa: F401 -- `hvd.util`, as upstream
 from horovod_accel.tensorflow.util import (_cache, _executing_eagerly, _make_subgraph,  # noqa: F401
                                            refs_to_vars, vars_to_refs)
+from horovod_accel.tensorflow import elastic  # noqa: E402,F401 -- `hvd.elastic`, as upstream

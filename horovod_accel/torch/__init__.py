@@ -3,8 +3,8 @@
 
 The adapter is pure Python: tensors cross into the framework-neutral core as
 raw pointers (tensors.py), so it works with any torch version. Importing it
-does not load the core; `init()` (or any build-flag query) does. Not provided
-yet: `horovod.torch.elastic` (elastic training).
+does not load the core; `init()` (or any build-flag query) does.
+`hvd.elastic` is the subpackage `horovod.torch.elastic` (elastic training).
 """
 from horovod_accel.torch.compression import Compression
 from horovod_accel.torch.functions import (allgather_object, broadcast_object,
@@ -22,3 +22,4 @@ from horovod_accel.torch.mpi_ops import (
     stop_timeline, synchronize)
 from horovod_accel.torch.optimizer import DistributedOptimizer
 from horovod_accel.torch.sync_batch_norm import SyncBatchNorm
+from horovod_accel.torch import elastic  # noqa: E402 -- `hvd.elastic`, as upstream

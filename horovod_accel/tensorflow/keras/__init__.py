@@ -16,7 +16,7 @@ from horovod_accel.tensorflow import (  # noqa: F401 -- the basics, re-exported
     gloo_built, gloo_enabled, init, is_homogeneous, is_initialized, local_rank, local_size,
     mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank, remove_process_set,
     rocm_built, shutdown, size, start_timeline, stop_timeline)
-from horovod_accel.tensorflow.keras import callbacks  # noqa: F401
+from horovod_accel.tensorflow.keras import callbacks, elastic  # noqa: F401
 from horovod_accel.tensorflow.keras.backend import BACKEND as _BACKEND
 
 # DistributedOptimizer, PartialDistributedOptimizer, broadcast_global_variables,
