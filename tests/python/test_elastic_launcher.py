@@ -221,3 +221,14 @@ def test_discovery_script_errors(tmp_path):
     noslots.chmod(0o755)
     r = horovodrun(["-np", 1, "--host-discovery-script", noslots, sys.executable, "-c", "pass"], 30)
     assert r.returncode != 0 and "without a slot count" in r.stderr, tail(r)
+
+
+def test_elastic_mnist_example_survives_a_lost_host(tmp_path):
+    """examples/elastic/pytorch_mnist_elastic.py loses its second host in epoch
+    2 and still reaches the accuracy bar of the static example (0.9)."""
+    example = WORKER.parents[3] / "examples" / "elastic" / "pytorch_mnist_elastic.py"
+    r = horovodrun(["-np", 2, "--min-np", 1, "-H", "localhost:1,127.0.0.1:1", sys.executable,
+                    example, "--fail-at", "2:5", "--fail-marker-dir", tmp_path], HARD_TIMEOUT)
+    assert r.returncode == 0, tail(r)
+    assert "epoch 1: 2 workers" in r.stdout and "epoch 2: 1 workers" in r.stdout, tail(r)
+    assert "final: 1 workers, test accuracy" in r.stdout, tail(r)
