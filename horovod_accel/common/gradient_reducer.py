@@ -29,6 +29,7 @@ import contextlib
 
 from horovod_accel.common import buckets as _buckets
 from horovod_accel.common import optimizer_args as _args
+from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 
 
 class ReduceOps:
@@ -114,7 +115,11 @@ class GradientReducer:
         if len(grads) != len(sources):
             raise ValueError(f"got {len(grads)} gradients for {len(sources)} variables")
         out = list(grads)
-        reduce_now = bool(self.process_set.included()) and self.process_set.size() > 1
+        # At size 1 nothing needs reducing, except in an elastic job: a traced
+        # TF function keeps this decision after the job grows, so it must
+        # always reduce (an allreduce of one rank is the identity).
+        reduce_now = bool(self.process_set.included()) and (
+            self.process_set.size() > 1 or DEFAULT_RUNTIME.elastic_worker() is not None)
         dense, sparse = [], []
         for i, (g, s) in enumerate(zip(grads, sources)):
             if g is None:

@@ -18,6 +18,7 @@ import contextlib
 
 import tensorflow as tf
 
+from horovod_accel.common.elastic import in_elastic_job
 from horovod_accel.common.util import get_average_backwards_compatibility_fun
 from horovod_accel.tensorflow import mpi_ops as _ops
 from horovod_accel.tensorflow.compression import Compression
@@ -51,7 +52,11 @@ def _sparse_allreduce(tensor, op, prescale_factor, postscale_factor, name, proce
     indices = _ops.allgather(tensor.indices, name=indices_name, process_set=process_set,
                              ignore_name_scope=ignore_name_scope)
     if op == Average:
-        values = values / tf.cast(process_set.size(), values.dtype)
+        # In an elastic job a traced function outlives a resize: the size must
+        # be an op evaluated per call, not a constant baked in at tracing.
+        size = (_ops.size_op(process_set_id=process_set.process_set_id) if in_elastic_job()
+                else process_set.size())
+        values = values / tf.cast(size, values.dtype)
     return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from launch_util import horovodrun, tail
+from launch_util import horovodrun, run, tail
 
 WORKER = Path(__file__).resolve().parent / "elastic_scripts" / "scheduled_worker.py"
 HARD_TIMEOUT = 120
@@ -232,3 +232,23 @@ def test_elastic_mnist_example_survives_a_lost_host(tmp_path):
     assert r.returncode == 0, tail(r)
     assert "epoch 1: 2 workers" in r.stdout and "epoch 2: 1 workers" in r.stdout, tail(r)
     assert "final: 1 workers, test accuracy" in r.stdout, tail(r)
+
+
+def test_emulated_gcu_communicators_are_recreated_after_a_loss(tmp_path):
+    """The data on the GCU plugin (emulated TOPS runtime + ECCL, the test-only
+    torch 'gcu' device): a worker is SIGKILLed, the survivors' communicator of
+    the old round is dropped and the next round's is created."""
+    logdir = tmp_path / "elastic"
+    logdir.mkdir()
+    sched = {"epochs": 1, "batches": 5, "events": [
+        {"epoch": 0, "batch": 2, "rank": 2, "do": "sigkill"}]}
+    cmd = ["bash", WORKER.parents[3] / "scripts" / "emulated_gcu.sh", sys.executable, "-m",
+           "horovod_accel.runner.launch", "-np", 3, "--min-np", 1, "-H",
+           "localhost:2,127.0.0.1:1", sys.executable, WORKER]
+    r = run(cmd, 600, ELASTIC_DIR=logdir, ELASTIC_SCHEDULE=json.dumps(sched),
+            ELASTIC_DEVICE="gcu")
+    job = Job(r, logdir)
+    assert r.returncode == 0, tail(r)
+    job.check_sums()
+    assert {rec["device"] for rec in job.records} == {"gcu"}, job.records[:3]
+    assert list(job.sizes_per_step().values()) == [3, 3, 2, 2, 2]

@@ -1,6 +1,7 @@
 """An elastic worker driven by a schedule, for the launcher's elastic tests.
 
-Env: ELASTIC_DIR (log directory and marker files), ELASTIC_SCHEDULE (JSON):
+Env: ELASTIC_DIR (log directory and marker files), ELASTIC_DEVICE (the torch
+device of the allreduced tensors, default cpu), ELASTIC_SCHEDULE (JSON):
   {"epochs": E, "batches": B, "sleep": seconds per batch,
    "events": [{"epoch": e, "batch": b, "rank": r, "do": "raise"|"sigkill"|"exit"|"sleep"},
               {"epoch": e, "batch": b, "do": "hosts", "hosts": "h1:2\\nh2:2"}]}
@@ -27,6 +28,7 @@ from horovod_accel.common import elastic as common_elastic
 DIR = os.environ["ELASTIC_DIR"]
 SCHED = json.loads(os.environ["ELASTIC_SCHEDULE"])
 WID = os.environ.get("_HOROVOD_ELASTIC_WORKER_ID", "static")
+DEVICE = os.environ.get("ELASTIC_DEVICE", "cpu")
 
 
 def fire_once(i):
@@ -103,10 +105,11 @@ def main():
         while state.epoch < SCHED["epochs"]:
             while state.batch < SCHED["batches"]:
                 handle_events(state)
-                s = hvd.allreduce(torch.ones(4), op=hvd.Sum, name="step")
+                s = hvd.allreduce(torch.ones(4, device=DEVICE), op=hvd.Sum, name="step")
                 log(w=WID, round=int(os.environ.get("_HOROVOD_ELASTIC_ROUND", "0")),
                     rank=hvd.rank(), size=hvd.size(), host=os.environ.get("HOROVOD_HOSTNAME"),
-                    epoch=state.epoch, batch=state.batch, sum=float(s[0]))
+                    epoch=state.epoch, batch=state.batch, sum=float(s.cpu()[0]),
+                    device=s.device.type)
                 time.sleep(SCHED.get("sleep", 0.0))
                 state.batch += 1
                 state.commit()
