@@ -217,6 +217,25 @@ def stop_job(proc, grace=10.0):
     proc.wait()
 
 
+def run_logged(cmd, log_path, env, timeout, verbose=False):
+    """Runs a launcher command to its end, its stdout and stderr to log_path;
+    past `timeout` seconds stops its whole process tree. Returns (exit code,
+    or None on timeout; the log's text)."""
+    if verbose:
+        print("  $ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
+    with open(log_path, "w") as log:
+        # Own session: a timeout can signal the launcher's whole process group.
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stop_job(proc)
+            rc = None
+    with open(log_path, errors="replace") as f:
+        return rc, f.read()
+
+
 def run_peer(peer, a, cfg_path, workdir, env, hosts=None):
     """Runs one peer's job; returns (result dict or None, None or reason, job output tail)."""
     reason = preflight(peer, env)
@@ -229,21 +248,9 @@ def run_peer(peer, a, cfg_path, workdir, env, hosts=None):
     cmd = worker_cmd(peer, a, ["--out", out_path, "--config", cfg_path], hosts)
     if hosts is not None:
         env = hosts.env(env)
-    if a.verbose:
-        print("  $ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
     t0 = time.monotonic()
-    with open(log_path, "w") as log:
-        # Own session: a timeout can signal the launcher's whole process group.
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT,
-                                start_new_session=True)
-        try:
-            rc = proc.wait(timeout=a.timeout)
-        except subprocess.TimeoutExpired:
-            stop_job(proc)
-            rc = None
+    rc, log_text = run_logged(cmd, log_path, env, a.timeout, a.verbose)
     wall = time.monotonic() - t0
-    with open(log_path, errors="replace") as f:
-        log_text = f.read()
     tail = "\n".join(log_text.splitlines()[-15:])
     if rc is None:
         return None, f"timed out after {a.timeout:.0f} s", tail

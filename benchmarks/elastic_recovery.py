@@ -36,7 +36,6 @@ import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +43,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # Process handling shared with the allreduce benchmark.
-from allreduce import REPO_ROOT, busy_processes, job_env, reason_line, stop_job  # noqa: E402
+from allreduce import busy_processes, job_env, reason_line, run_logged  # noqa: E402
 
 WORKER = os.path.join(HERE, "elastic_scripts", "recovery_worker.py")
 CASES = {"2to1": 2, "4to2": 4}
@@ -84,21 +83,8 @@ def kill_strays(events):
 
 def run_launcher(cmd, workdir, tag, env, a):
     """Runs one horovodrun to its end (or --timeout); returns (rc, exit time.time(), log text)."""
-    if a.verbose:
-        print("  $ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
-    log_path = os.path.join(workdir, f"{tag}.log")
-    with open(log_path, "w") as log:
-        # Own session: a timeout can signal the launcher's whole process group.
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT,
-                                start_new_session=True)
-        try:
-            rc = proc.wait(timeout=a.timeout)
-        except subprocess.TimeoutExpired:
-            stop_job(proc)
-            rc = None
+    rc, text = run_logged(cmd, os.path.join(workdir, f"{tag}.log"), env, a.timeout, a.verbose)
     t_exit = time.time()
-    with open(log_path, errors="replace") as f:
-        text = f.read()
     if rc is None:
         raise JobFailed(f"{tag}: timed out after {a.timeout:.0f} s\n" + tail(text))
     return rc, t_exit, text

@@ -27,6 +27,7 @@ class DefaultRuntime:
         self._build_info = None
         self._reset_listeners = []
         self._elastic_worker = None
+        self._elastic_checked = False
 
     @staticmethod
     def core():
@@ -87,14 +88,15 @@ class DefaultRuntime:
 
     def elastic_worker(self):
         """The process's ElasticWorker (elastic_worker.py) in a worker started
-        by horovodrun's elastic driver; None in any other process."""
-        if self._elastic_worker is None:
+        by horovodrun's elastic driver; None in any other process (decided
+        once: the environment that says so is set at spawn)."""
+        if not self._elastic_checked:
             from horovod_accel.common import elastic_worker  # noqa: PLC0415
-            if not elastic_worker.in_elastic_job():
-                return None
             with self._lock:
-                if self._elastic_worker is None:
-                    self._elastic_worker = elastic_worker.ElasticWorker()
+                if not self._elastic_checked:
+                    if elastic_worker.in_elastic_job():
+                        self._elastic_worker = elastic_worker.ElasticWorker()
+                    self._elastic_checked = True
         return self._elastic_worker
 
     def add_reset_listener(self, fn):

@@ -113,9 +113,6 @@ class _PendingHostUpdates:
         worker = DEFAULT_RUNTIME.elastic_worker()
         return worker is None or not worker.host_event()[0]
 
-    def qsize(self):
-        return 0 if self.empty() else 1
-
 
 class ObjectState(State):
     """State of plain Python attributes: `ObjectState(bcast_object, get_rank,

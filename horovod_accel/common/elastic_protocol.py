@@ -10,8 +10,8 @@ store keys and shm segments "e<R>/" (so nothing of one round meets another).
   is never reused under a new id and an id never names another process, so a
   host that returns under the same name gets new workers (horovod#3852).
 - The driver publishes round R by writing `assignment_key(R, id)` for every
-  worker it keeps (their topology) or drops (REMOVED), then `ROUND_KEY` = R.
-  New workers are spawned with SPAWN_ROUND_ENV = R and join R directly.
+  worker it keeps (their topology) or drops (REMOVED). New workers are
+  spawned with SPAWN_ROUND_ENV = R and join R directly.
 - A survivor of round R that resets (shutdown(); init()) first writes
   `ready_key(R, id)`, then waits for `assignment_key(R + 1, id)`. The driver
   forms R + 1 only when every live worker of R is ready or gone (a worker that
@@ -33,7 +33,6 @@ ROUND_ENV = "_HOROVOD_ELASTIC_ROUND"
 # --elastic-timeout plus its own margins).
 ASSIGNMENT_TIMEOUT_ENV = "_HOROVOD_ELASTIC_ASSIGNMENT_TIMEOUT"
 
-ROUND_KEY = "elastic/round"
 HOSTS_EVENT_KEY = "elastic/hosts_event"
 REMOVED = "removed"
 

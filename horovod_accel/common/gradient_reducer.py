@@ -29,7 +29,7 @@ import contextlib
 
 from horovod_accel.common import buckets as _buckets
 from horovod_accel.common import optimizer_args as _args
-from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
+from horovod_accel.common.elastic import in_elastic_job
 
 
 class ReduceOps:
@@ -119,7 +119,7 @@ class GradientReducer:
         # TF function keeps this decision after the job grows, so it must
         # always reduce (an allreduce of one rank is the identity).
         reduce_now = bool(self.process_set.included()) and (
-            self.process_set.size() > 1 or DEFAULT_RUNTIME.elastic_worker() is not None)
+            self.process_set.size() > 1 or in_elastic_job())
         dense, sparse = [], []
         for i, (g, s) in enumerate(zip(grads, sources)):
             if g is None:

@@ -39,8 +39,29 @@ def _reduce_inputs(case, members, dtype, shape, op, scaled, seed=None):
     return [reduce_input(dtype, shape, r, seed, len(members), kind, scaled) for r in members]
 
 
+def _run_variant(ctx, base, variant, args, kw, problems):
+    """hvd.<variant>(*args, **kw) for variant in base, base_, base_async and
+    base_async_: async forms are waited for, in-place forms must return their
+    input (args[0])."""
+    if variant not in (base, base + "_", base + "_async", base + "_async_"):
+        raise ValueError(variant)
+    out = getattr(ctx.hvd, variant)(*args, **kw)
+    if "_async" in variant:
+        out = ctx.wait(out, problems)
+    if variant.endswith("_"):
+        _same_object(problems, out, args[0], variant)
+    return out
+
+
+def _check_output_and_input(ctx, problems, variant, out, exp, x, original):
+    """out equals exp; an out-of-place op left its input x (made from original) unchanged."""
+    _add(problems, E.compare(out, exp, ctx.device))
+    if not variant.endswith("_"):
+        _add(problems, E.compare(x, E.movement(original), ctx.device, "input (must be unchanged)"))
+
+
 def run_allreduce(ctx, case, op, dtype, shape, pre=1.0, post=1.0, variant="allreduce"):
-    hvd, members = ctx.hvd, ctx.members(case)
+    members = ctx.members(case)
     me = members.index(ctx.rank)
     inputs = _reduce_inputs(case, members, dtype, shape, op, (pre, post) != (1.0, 1.0))
     exp = ctx.corrupt(case, E.reduce_expected(inputs, op, pre, post))
@@ -48,21 +69,8 @@ def run_allreduce(ctx, case, op, dtype, shape, pre=1.0, post=1.0, variant="allre
     kw = dict(name=_name(case), op=ctx.op_map[op], prescale_factor=pre, postscale_factor=post,
               process_set=ctx.ps(case))
     problems = []
-    if variant == "allreduce":
-        out = hvd.allreduce(x, **kw)
-    elif variant == "allreduce_":
-        out = hvd.allreduce_(x, **kw)
-        _same_object(problems, out, x, variant)
-    elif variant == "allreduce_async":
-        out = ctx.wait(hvd.allreduce_async(x, **kw), problems)
-    elif variant == "allreduce_async_":
-        out = ctx.wait(hvd.allreduce_async_(x, **kw), problems)
-        _same_object(problems, out, x, variant)
-    else:
-        raise ValueError(variant)
-    _add(problems, E.compare(out, exp, ctx.device))
-    if not variant.endswith("_"):
-        _add(problems, E.compare(x, E.movement(inputs[me]), ctx.device, "input (must be unchanged)"))
+    out = _run_variant(ctx, "allreduce", variant, (x,), kw, problems)
+    _check_output_and_input(ctx, problems, variant, out, exp, x, inputs[me])
     return problems
 
 
@@ -112,7 +120,7 @@ def allgather_rows(n, members, j):
 
 
 def run_allgather(ctx, case, dtype, n, row_shape=(), variant="allgather", seed=None, k=None):
-    hvd, members = ctx.hvd, ctx.members(case)
+    members = ctx.members(case)
     me = members.index(ctx.rank)
     seed = case.seed if seed is None else seed
     inputs = [movement_input(dtype, _shape(allgather_rows(n, members, j), row_shape), r, seed)
@@ -121,14 +129,8 @@ def run_allgather(ctx, case, dtype, n, row_shape=(), variant="allgather", seed=N
     x = ctx.to_device(inputs[me])
     problems = []
     kw = dict(name=_name(case, k), process_set=ctx.ps(case))
-    if variant == "allgather":
-        out = hvd.allgather(x, **kw)
-    elif variant == "allgather_async":
-        out = ctx.wait(hvd.allgather_async(x, **kw), problems)
-    else:
-        raise ValueError(variant)
-    _add(problems, E.compare(out, exp, ctx.device))
-    _add(problems, E.compare(x, E.movement(inputs[me]), ctx.device, "input (must be unchanged)"))
+    out = _run_variant(ctx, "allgather", variant, (x,), kw, problems)
+    _check_output_and_input(ctx, problems, variant, out, exp, x, inputs[me])
     return problems
 
 
@@ -154,28 +156,15 @@ def run_grouped_allgather(ctx, case, dtype, ns):
 
 
 def run_broadcast(ctx, case, dtype, n, root, variant="broadcast"):
-    hvd, members = ctx.hvd, ctx.members(case)
+    members = ctx.members(case)
     me = members.index(ctx.rank)
     inputs = [movement_input(dtype, (n,), r, case.seed) for r in members]
     exp = E.movement(inputs[members.index(root)])
     x = ctx.to_device(inputs[me])
     kw = dict(name=_name(case), process_set=ctx.ps(case))
     problems = []
-    if variant == "broadcast":
-        out = hvd.broadcast(x, root, **kw)
-    elif variant == "broadcast_":
-        out = hvd.broadcast_(x, root, **kw)
-        _same_object(problems, out, x, variant)
-    elif variant == "broadcast_async":
-        out = ctx.wait(hvd.broadcast_async(x, root, **kw), problems)
-    elif variant == "broadcast_async_":
-        out = ctx.wait(hvd.broadcast_async_(x, root, **kw), problems)
-        _same_object(problems, out, x, variant)
-    else:
-        raise ValueError(variant)
-    _add(problems, E.compare(out, exp, ctx.device))
-    if not variant.endswith("_"):
-        _add(problems, E.compare(x, E.movement(inputs[me]), ctx.device, "input (must be unchanged)"))
+    out = _run_variant(ctx, "broadcast", variant, (x, root), kw, problems)
+    _check_output_and_input(ctx, problems, variant, out, exp, x, inputs[me])
     return problems
 
 
@@ -255,7 +244,7 @@ def scatter_rows(d0, set_size, j):
 
 def run_reducescatter(ctx, case, op, dtype, n, row_shape=(), pre=1.0, post=1.0,
                       variant="reducescatter"):
-    hvd, members = ctx.hvd, ctx.members(case)
+    members = ctx.members(case)
     me = members.index(ctx.rank)
     shape = _shape(n, row_shape)
     inputs = _reduce_inputs(case, members, dtype, shape, op, (pre, post) != (1.0, 1.0))
@@ -265,14 +254,8 @@ def run_reducescatter(ctx, case, op, dtype, n, row_shape=(), pre=1.0, post=1.0,
     kw = dict(name=_name(case), op=ctx.op_map[op], process_set=ctx.ps(case),
               prescale_factor=pre, postscale_factor=post)
     problems = []
-    if variant == "reducescatter":
-        out = hvd.reducescatter(x, **kw)
-    elif variant == "reducescatter_async":
-        out = ctx.wait(hvd.reducescatter_async(x, **kw), problems)
-    else:
-        raise ValueError(variant)
-    _add(problems, E.compare(out, exp, ctx.device))
-    _add(problems, E.compare(x, E.movement(inputs[me]), ctx.device, "input (must be unchanged)"))
+    out = _run_variant(ctx, "reducescatter", variant, (x,), kw, problems)
+    _check_output_and_input(ctx, problems, variant, out, exp, x, inputs[me])
     return problems
 
 

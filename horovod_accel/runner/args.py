@@ -194,12 +194,14 @@ def validate(parser, args):
         except ValueError as e:
             _fail(parser, str(e))
     else:
-        for dest, flag in (("max_num_proc", "--max-np"), ("slots", "--slots-per-host"),
-                           ("elastic_timeout", "--elastic-timeout"), ("reset_limit", "--reset-limit"),
-                           ("cooldown_range", "--blacklist-cooldown-range")):
-            if getattr(args, dest) is not None:
-                _fail(parser, f"{flag} only applies to elastic jobs; add --min-np or "
-                              "--host-discovery-script (or drop it)")
+        try:
+            elastic_settings.reject_elastic_only(
+                [("--max-np", args.max_num_proc), ("--slots-per-host", args.slots),
+                 ("--elastic-timeout", args.elastic_timeout), ("--reset-limit", args.reset_limit),
+                 ("--blacklist-cooldown-range", args.cooldown_range)],
+                "--min-np or --host-discovery-script")
+        except ValueError as e:
+            _fail(parser, str(e))
     if args.num_proc is None:
         _fail(parser, "the following arguments are required: -np/--num-proc")
     if not args.command:

@@ -19,21 +19,11 @@ OUTPUT_DRAIN_S = 3.0  # how long to wait for the last output once ranks are gone
 _POLL_S = 0.1
 
 
-@dataclasses.dataclass
-class JobSpec:
+@dataclasses.dataclass(kw_only=True)
+class JobSpec(rank_process.LaunchSettings):
     slots: list                  # [hosts.SlotInfo], one per rank, in rank order
-    command: list                # argv run for every rank
-    env: dict                    # environment common to all ranks (tunables included)
-    secret: str                  # the rendezvous store's job secret
-    store_port: int
     store_addr: dict             # hostname -> address of the store as seen from that host
     local_hosts: set             # hostnames that are this machine (started without ssh)
-    output_dir: str = None
-    timestamp_output: bool = False
-    verbose: bool = False
-    ssh_port: int = None
-    ssh_identity_file: str = None
-    start_timeout: float = 30.0
 
 
 class _Job:
@@ -54,23 +44,8 @@ class _Job:
 
     def _start_rank(self, slot):
         s = self.spec
-        env = dict(s.env)
-        env.update(rank_process.slot_env(slot, s.store_addr[slot.hostname], s.store_port, s.secret))
-        remote = slot.hostname not in s.local_hosts
-        if remote:
-            proc = rank_process.start_remote(slot.hostname, s.command, env, s.ssh_port,
-                                             s.ssh_identity_file, s.start_timeout)
-        else:
-            proc = rank_process.start_local(s.command, env)
-        if s.verbose:
-            how = "via ssh" if remote else "locally"
-            output.console_message(f"started rank {slot.rank} on {slot.hostname} {how} (pid {proc.pid})")
-        out, err = output.forward_rank_output(proc, slot.rank, slot.size, s.output_dir,
-                                              s.timestamp_output)
-        rp = rank_process.RankProcess(slot, proc, remote, out, err)
-        threading.Thread(target=lambda: (proc.wait(), self.exited.put(rp)),
-                         name=f"hvda-wait-{slot.rank}", daemon=True).start()
-        return rp
+        return rank_process.launch_rank(s, slot, s.store_addr[slot.hostname],
+                                        slot.hostname not in s.local_hosts, self.exited.put)
 
     # ---- watching ----
 
@@ -139,14 +114,7 @@ class _Job:
         return time.monotonic() + TERM_GRACE_S
 
     def _cleanup(self):
-        # Everything left in a finished rank's process group is a leftover child
-        # of that rank (the group id stays reserved while any member lives).
-        for rp in self.ranks:
-            rp.signal_group(signal.SIGKILL)
-        deadline = time.monotonic() + OUTPUT_DRAIN_S
-        for rp in self.ranks:
-            for fwd in (rp.out, rp.err):
-                fwd.join(max(0.0, deadline - time.monotonic()))
+        rank_process.kill_and_drain(self.ranks, OUTPUT_DRAIN_S)
 
     # ---- reporting ----
 

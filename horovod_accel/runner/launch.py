@@ -16,6 +16,7 @@ Env contract, per rank (rank_process.slot_env):
   (e.g. HOROVOD_START_TIMEOUT from --start-timeout). HOROVOD_CPU_OPERATIONS is
   left alone: the core picks shared memory first on its own.
 """
+import functools
 import os
 import secrets
 import sys
@@ -49,15 +50,18 @@ def _start_timeout(a):
                          "a number of seconds") from None
 
 
+def store_address(host, nics):
+    """The address at which ranks on `host` reach the store on this machine."""
+    return "127.0.0.1" if network.is_local_host(host) else network.driver_address_for(host, nics)
+
+
 def plan(a):
     """Everything but the secret and port: (slots, local hostnames, bind address,
     {hostname: store address seen from it}). Raises ValueError on bad input."""
     slots = hosts_mod.assign_slots(_host_list(a), a.num_proc)
     names = list(dict.fromkeys(s.hostname for s in slots))
     local = {h for h in names if network.is_local_host(h)}
-    store_addr = {}
-    for h in names:
-        store_addr[h] = "127.0.0.1" if h in local else network.driver_address_for(h, a.nics)
+    store_addr = {h: store_address(h, a.nics) for h in names}
     bind = "127.0.0.1" if len(local) == len(names) else "0.0.0.0"
     return slots, local, bind, store_addr
 
@@ -120,6 +124,8 @@ def run_elastic_job(a, env, prepare=None, collect=None):
     Returns (exit code, the ElasticDriver, what collect returned)."""
     from horovod_accel.runner.elastic import discovery  # noqa: PLC0415
     from horovod_accel.runner.elastic.driver import ElasticDriver, ElasticSpec  # noqa: PLC0415
+    store_addr = functools.lru_cache(maxsize=None)(lambda host: store_address(host, a.nics))
+
     if a.host_discovery_script:
         disc = discovery.HostDiscoveryScript(a.host_discovery_script, a.slots)
         bind = "0.0.0.0"  # hosts are not known yet
@@ -130,19 +136,9 @@ def run_elastic_job(a, env, prepare=None, collect=None):
                              "at least 2 hosts: a failure blacklists its host, so one host "
                              "cannot survive it; add a host or use --host-discovery-script")
         disc = discovery.FixedHosts(fixed)
-        bind = "127.0.0.1" if all(network.is_local_host(h.name) for h in fixed) else "0.0.0.0"
-        _choose_gloo_iface(env, {h.name: (None if network.is_local_host(h.name) else
-                                          network.driver_address_for(h.name, a.nics))
-                                 for h in fixed},
-                           {h.name for h in fixed if network.is_local_host(h.name)}, a.verbose)
-    addr_cache = {}
-
-    def store_addr(host):
-        if host not in addr_cache:
-            addr_cache[host] = ("127.0.0.1" if network.is_local_host(host)
-                                else network.driver_address_for(host, a.nics))
-        return addr_cache[host]
-
+        local = {h.name for h in fixed if network.is_local_host(h.name)}
+        bind = "127.0.0.1" if len(local) == len(fixed) else "0.0.0.0"
+        _choose_gloo_iface(env, {h.name: store_addr(h.name) for h in fixed}, local, a.verbose)
     gloo_timeout = float(env.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or 30)
     secret = secrets.token_hex(32)
     if a.output_filename:
@@ -150,7 +146,8 @@ def run_elastic_job(a, env, prepare=None, collect=None):
     with RendezvousStoreServer(secret, host=bind, verbose=a.verbose) as store:
         spec = ElasticSpec(
             num_proc=a.num_proc, min_np=a.min_num_proc, max_np=a.max_num_proc, discovery=disc,
-            command=a.command, env=env, secret=secret, store=store, store_addr=store_addr,
+            command=a.command, env=env, secret=secret, store=store, store_port=store.port,
+            store_addr=store_addr,
             is_local=network.is_local_host, elastic_timeout=a.elastic_timeout,
             reset_limit=a.reset_limit, cooldown_range=a.cooldown_range,
             ready_timeout=max(60.0, 2 * gloo_timeout), output_dir=a.output_filename,

@@ -1,14 +1,21 @@
-"""Starting one rank: its environment, and a local or ssh process for it.
+"""Starting one rank: its environment, a local or ssh process for it, its
+output forwarders and the thread that waits for its exit (launch_rank, used
+by static jobs (job.py) and elastic workers (elastic/driver.py) alike).
 
 Every rank runs in its own session / process group (start_new_session), so
 signalling the group reaches the rank and anything it spawned, and Ctrl-C
 in horovodrun's terminal reaches only horovodrun, which then stops the ranks.
 """
+import dataclasses
 import os
 import re
 import shlex
 import signal
 import subprocess
+import threading
+import time
+
+from horovod_accel.runner import output
 
 SECRET_ENV = "_HOROVOD_SECRET_KEY"
 
@@ -92,6 +99,59 @@ def start_remote(host, command, env, ssh_port, identity_file, connect_timeout):
     except OSError:
         pass  # ssh already died; its exit status and stderr tell why
     return proc
+
+
+@dataclasses.dataclass(kw_only=True)
+class LaunchSettings:
+    """How horovodrun starts every rank of a job."""
+    command: list                # argv run for every rank
+    env: dict                    # environment common to all ranks (tunables included)
+    secret: str                  # the rendezvous store's job secret
+    store_port: int
+    output_dir: str = None
+    timestamp_output: bool = False
+    verbose: bool = False
+    ssh_port: int = None
+    ssh_identity_file: str = None
+    start_timeout: float = 30.0
+
+
+def launch_rank(settings, slot, store_addr, remote, on_exit, extra_env=None, label=None):
+    """Starts the process of `slot` (over ssh when `remote`), with the
+    launcher's environment, the slot's HOROVOD_* variables and `extra_env`;
+    forwards its output with the slot's rank as prefix. on_exit(RankProcess)
+    is called from a daemon thread once the process has ended. Returns the
+    RankProcess; raises LaunchError if it cannot be started."""
+    env = dict(settings.env)
+    env.update(slot_env(slot, store_addr, settings.store_port, settings.secret))
+    env.update(extra_env or {})
+    if remote:
+        proc = start_remote(slot.hostname, settings.command, env, settings.ssh_port,
+                            settings.ssh_identity_file, settings.start_timeout)
+    else:
+        proc = start_local(settings.command, env)
+    if settings.verbose:
+        how = "via ssh" if remote else "locally"
+        output.console_message(f"started {label or f'rank {slot.rank}'} on {slot.hostname} {how} "
+                               f"(pid {proc.pid})")
+    out, err = output.forward_rank_output(proc, slot.rank, slot.size, settings.output_dir,
+                                          settings.timestamp_output)
+    rp = RankProcess(slot, proc, remote, out, err)
+    threading.Thread(target=lambda: (proc.wait(), on_exit(rp)), name=f"hvda-wait-{slot.rank}",
+                     daemon=True).start()
+    return rp
+
+
+def kill_and_drain(ranks, drain_s):
+    """SIGKILLs what is left in every rank's process group (leftover children
+    of ranks that ended; the group id stays reserved while a member lives),
+    then waits up to drain_s seconds in all for their last output."""
+    for rp in ranks:
+        rp.signal_group(signal.SIGKILL)
+    deadline = time.monotonic() + drain_s
+    for rp in ranks:
+        for fwd in (rp.out, rp.err):
+            fwd.join(max(0.0, deadline - time.monotonic()))
 
 
 class RankProcess:

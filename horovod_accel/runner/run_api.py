@@ -343,12 +343,10 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
         a.slots, a.reset_limit, a.host_discovery_script = slots, reset_limit, host_discovery_script
         a.cooldown_range = tuple(cooldown_range) if cooldown_range is not None else None
     else:
-        for name, value in (("max_num_proc", max_num_proc), ("slots", slots),
-                            ("reset_limit", reset_limit), ("cooldown_range", cooldown_range),
-                            ("elastic_timeout", elastic_timeout)):
-            if value is not None:
-                raise ValueError(f"horovod.run: {name} only applies to elastic jobs; give "
-                                 "min_num_proc or host_discovery_script (or drop it)")
+        elastic_settings.reject_elastic_only(
+            [("max_num_proc", max_num_proc), ("slots", slots), ("reset_limit", reset_limit),
+             ("cooldown_range", cooldown_range), ("elastic_timeout", elastic_timeout)],
+            "min_num_proc or host_discovery_script")
 
     from horovod_accel.runner import tunables  # noqa: PLC0415
     env = dict(os.environ)

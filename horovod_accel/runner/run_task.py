@@ -34,6 +34,8 @@ import pickle
 import sys
 import traceback
 
+from horovod_accel.common.elastic_worker import in_elastic_job
+
 KEY_PREFIX = "horovod_accel/run/"
 FUNC_KEY = KEY_PREFIX + "func"
 ERRORS_KEY = KEY_PREFIX + "errors"
@@ -133,7 +135,7 @@ def main():
             raise TypeError(f"the value func returned on rank {rank} cannot be pickled "
                             f"({type(value).__name__}): {e}") from e
     except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too
-        if os.environ.get("HOROVOD_ELASTIC") == "1":
+        if in_elastic_job():
             # Elastic: the driver reports failed workers and survives them;
             # only the last round's ranks return results.
             if isinstance(e, SystemExit) and e.code in (0, None):

@@ -182,8 +182,9 @@ def test_reset_limit(tmp_path, limit, ok):
 def test_blacklisted_host_returns_after_cooldown(tmp_path):
     """The failed host comes back after its cooldown as a new host: new
     workers (new ids), never its old processes."""
-    sched = {"epochs": 1, "batches": 40, "sleep": 0.1, "events": [
-        {"epoch": 0, "batch": 2, "rank": 1, "do": "sigkill"}]}
+    sched = {"epochs": 1, "batches": 8, "events": [
+        {"epoch": 0, "batch": 2, "rank": 1, "do": "sigkill"},
+        {"epoch": 0, "batch": 5, "do": "await_size", "size": 2}]}
     job = run_elastic(tmp_path, "localhost:1\n127.0.0.1:1", sched, "-np", 2, "--min-np", 1,
                       "--blacklist-cooldown-range", 1, 1)
     assert job.r.returncode == 0, tail(job.r)

@@ -61,3 +61,55 @@ def test_stall_inspector_shuts_down_and_names_missing_ranks():
     assert caught, r.stdout + r.stderr
     assert "only_on_rank_0" in r.stdout + r.stderr and "rank" in caught[0], r.stdout + r.stderr
     assert r.elapsed < 30, r.elapsed
+
+
+ZOMBIE_RANK = """
+import os, signal, sys, time
+import torch
+import horovod.torch as hvd
+from horovod_accel.common.exceptions import HorovodInternalError
+hvd.init()
+for i in range(1000000):
+    if hvd.rank() == 1 and i == 20:
+        os.kill(os.getpid(), signal.SIGKILL)
+    try:
+        hvd.allreduce(torch.ones(8), name="step")
+    except HorovodInternalError as e:
+        print(f"CAUGHT {time.time()} {e}", flush=True)
+        sys.exit(0)
+"""
+
+
+def test_dead_peer_not_yet_reaped_is_seen_at_once(tmp_path):
+    """A launcher that reaps its children late (here: rank 1's exit is
+    collected only after rank 0 ends; Spark tasks and Ray actors may too)
+    leaves a zombie that still answers kill(pid, 0): the shm plane must still
+    see the peer gone, not wait for HOROVOD_GLOO_TIMEOUT_SECONDS."""
+    import secrets  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from launch_util import REPO, job_env  # noqa: PLC0415
+    from horovod_accel.runner.store_server import RendezvousStoreServer  # noqa: PLC0415
+    script = tmp_path / "zombie_rank.py"
+    script.write_text(ZOMBIE_RANK)
+    secret = secrets.token_hex(16)
+    with RendezvousStoreServer(secret) as store:
+        procs = []
+        for rank in range(2):
+            env = job_env(HOROVOD_RANK=rank, HOROVOD_SIZE=2, HOROVOD_LOCAL_RANK=rank,
+                          HOROVOD_LOCAL_SIZE=2, HOROVOD_CROSS_RANK=0, HOROVOD_CROSS_SIZE=1,
+                          HOROVOD_GLOO_RENDEZVOUS_ADDR="127.0.0.1",
+                          HOROVOD_GLOO_RENDEZVOUS_PORT=store.port, _HOROVOD_SECRET_KEY=secret,
+                          HOROVOD_GLOO_TIMEOUT_SECONDS=60)
+            procs.append(subprocess.Popen([sys.executable, str(script)], env=env, cwd=str(REPO),
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True))
+        try:
+            out, err = procs[0].communicate(timeout=HARD_TIMEOUT)  # rank 1 stays unreaped
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+    assert procs[0].returncode == 0 and "CAUGHT" in out, out + err
+    assert "exited during" in out, out  # seen as gone, not timed out

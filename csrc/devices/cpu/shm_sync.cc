@@ -1,8 +1,5 @@
 #include "devices/cpu/shm_sync.h"
 
-#include <fstream>
-#include <string>
-
 #include <immintrin.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -14,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <fstream>
+#include <string>
 
 namespace hvda {
 namespace cpu {

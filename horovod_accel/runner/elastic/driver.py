@@ -22,13 +22,14 @@ and the per-worker wait threads only post events to its queue. Per tick:
 import dataclasses
 import queue
 import signal
+import subprocess
 import threading
 import time
 
 from horovod_accel.common import elastic_protocol as proto
 from horovod_accel.runner import hosts as hosts_mod
 from horovod_accel.runner import output, rank_process
-from horovod_accel.runner.elastic.assignment import plan_round, same_plan
+from horovod_accel.runner.elastic.assignment import RoundPlan, plan_round, same_plan
 from horovod_accel.runner.elastic.constants import RESET_LIMIT_EXCEEDED_MESSAGE
 from horovod_accel.runner.elastic.discovery import DiscoveryError
 from horovod_accel.runner.elastic.host_manager import HostManager
@@ -48,36 +49,25 @@ class JobFailed(Exception):
     """The elastic job cannot go on; the message names the cause."""
 
 
-@dataclasses.dataclass
-class ElasticSpec:
+@dataclasses.dataclass(kw_only=True)
+class ElasticSpec(rank_process.LaunchSettings):
     num_proc: int                # workers the first round waits for
     min_np: int
     max_np: object               # int or None (no limit)
     discovery: object            # discovery.FixedHosts or HostDiscoveryScript
-    command: list
-    env: dict                    # environment common to every worker
-    secret: str
-    store: object                # the running RendezvousStoreServer
+    store: object                # the running RendezvousStoreServer (its port is store_port)
     store_addr: object           # hostname -> store address seen from that host
     is_local: object             # hostname -> bool (start without ssh)
     elastic_timeout: float = 600.0
     reset_limit: object = None
     cooldown_range: object = None
-    discovery_interval: float = None  # None: DISCOVER_HOSTS_FREQUENCY_SECS
     ready_timeout: float = 60.0
-    output_dir: str = None
-    timestamp_output: bool = False
-    verbose: bool = False
-    ssh_port: int = None
-    ssh_identity_file: str = None
-    start_timeout: float = 30.0
 
 
 class _Worker:
-    def __init__(self, wid, hostname, spawn_rank):
+    def __init__(self, wid, hostname):
         self.id = wid
         self.hostname = hostname
-        self.spawn_rank = spawn_rank
         self.proc = None            # RankProcess once started
         self.exited = False
         self.removed = False        # dropped by the driver: its exit is expected
@@ -114,8 +104,7 @@ class ElasticDriver:
     # ---------------------------------------------------------------- events
 
     def _discovery_loop(self):
-        interval = self.spec.discovery_interval
-        while not self._stop.wait(DISCOVER_HOSTS_FREQUENCY_SECS if interval is None else interval):
+        while not self._stop.wait(DISCOVER_HOSTS_FREQUENCY_SECS):
             try:
                 self.events.put(("hosts", self.spec.discovery.find_available_hosts()))
             except DiscoveryError as e:
@@ -265,13 +254,15 @@ class ElasticDriver:
         members, spawn = [], []
         for (host, wid), topo in zip(plan.placement, plan.topology()):
             if wid is None:
-                w = self._new_worker(host, topo["rank"])
+                w = self._new_worker(host)
                 spawn.append((w, topo))
                 wid = w.id
             members.append(wid)
             s.store.set_local(proto.assignment_key(r, wid),
                               proto.format_assignment(topo, self.hosts_seq))
-        s.store.set_local(proto.ROUND_KEY, str(r))
+        # The plan as it runs, new workers named, so that a later discovery
+        # result is compared with the workers that hold the slots.
+        plan = RoundPlan(placement=[(h, wid) for (h, _), wid in zip(plan.placement, members)])
         self.round, self.members, self.plan = r, members, plan
         self.forming, self.reset_since = False, None
         self._log(f"round {r}: {plan.size} workers on "
@@ -282,36 +273,24 @@ class ElasticDriver:
 
     # ---------------------------------------------------------------- processes
 
-    def _new_worker(self, host, rank):
+    def _new_worker(self, host):
         self._next_id += 1
-        w = _Worker(f"w{self._next_id}", host, rank)
+        w = _Worker(f"w{self._next_id}", host)
         self.workers[w.id] = w
         return w
 
     def _start(self, w, topo, round_):
         s = self.spec
-        slot = hosts_mod.SlotInfo(hostname=w.hostname, **topo)
-        env = dict(s.env)
-        env.update(rank_process.slot_env(slot, s.store_addr(w.hostname), s.store.port, s.secret))
-        env.update({"HOROVOD_ELASTIC": "1", proto.WORKER_ID_ENV: w.id,
-                    proto.SPAWN_ROUND_ENV: str(round_),
-                    proto.ASSIGNMENT_TIMEOUT_ENV: str(s.elastic_timeout + s.ready_timeout + 60)})
-        remote = not s.is_local(w.hostname)
+        extra = {"HOROVOD_ELASTIC": "1", proto.WORKER_ID_ENV: w.id,
+                 proto.SPAWN_ROUND_ENV: str(round_),
+                 proto.ASSIGNMENT_TIMEOUT_ENV: str(s.elastic_timeout + s.ready_timeout + 60)}
         try:
-            if remote:
-                proc = rank_process.start_remote(w.hostname, s.command, env, s.ssh_port,
-                                                 s.ssh_identity_file, s.start_timeout)
-            else:
-                proc = rank_process.start_local(s.command, env)
+            w.proc = rank_process.launch_rank(
+                s, hosts_mod.SlotInfo(hostname=w.hostname, **topo), s.store_addr(w.hostname),
+                not s.is_local(w.hostname), lambda rp: self.events.put(("exit", w)), extra,
+                label=f"{w.id} (rank {topo['rank']} of round {round_})")
         except rank_process.LaunchError as e:
             raise JobFailed(f"could not start {w.describe()}: {e}") from None
-        self._log(f"started {w.describe()} as rank {topo['rank']} of round {round_} "
-                  f"(pid {proc.pid})")
-        out, err = output.forward_rank_output(proc, topo["rank"], topo["size"], s.output_dir,
-                                              s.timestamp_output)
-        w.proc = rank_process.RankProcess(slot, proc, remote, out, err)
-        threading.Thread(target=lambda: (proc.wait(), self.events.put(("exit", w))),
-                         name=f"hvda-wait-{w.id}", daemon=True).start()
 
     def _stop_all(self):
         live = [w for w in self.workers.values() if w.proc is not None and not w.exited]
@@ -321,16 +300,10 @@ class ElasticDriver:
         for w in live:
             try:
                 w.proc.proc.wait(max(0.0, deadline - time.monotonic()))
-            except Exception:  # noqa: BLE001 (subprocess.TimeoutExpired)
+            except subprocess.TimeoutExpired:
                 pass
-        for w in self.workers.values():
-            if w.proc is not None:
-                w.proc.signal_group(signal.SIGKILL)
-        deadline = time.monotonic() + OUTPUT_DRAIN_S
-        for w in self.workers.values():
-            if w.proc is not None:
-                for fwd in (w.proc.out, w.proc.err):
-                    fwd.join(max(0.0, deadline - time.monotonic()))
+        rank_process.kill_and_drain([w.proc for w in self.workers.values() if w.proc is not None],
+                                    OUTPUT_DRAIN_S)
 
     # ---------------------------------------------------------------- reporting
 

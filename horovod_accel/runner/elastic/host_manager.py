@@ -34,16 +34,13 @@ class HostManager:
         self._blacklisted = {}    # name -> monotonic time it may return (None: never)
 
     def update(self, discovered):
-        """Takes a discovery result ([Host]). Returns True if the available
-        hosts or their slots changed."""
-        before = self.available()
+        """Takes a discovery result ([Host])."""
         names = [h.name for h in discovered]
         self._order = [n for n in self._order if n in names]
         for n in names:
             if n not in self._order:
                 self._order.append(n)
         self._discovered = list(discovered)
-        return self.available() != before
 
     def _expire_cooldowns(self):
         now = self._now()

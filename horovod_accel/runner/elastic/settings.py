@@ -11,6 +11,16 @@ def is_elastic(min_num_proc, host_discovery_script):
     return host_discovery_script is not None or min_num_proc is not None
 
 
+def reject_elastic_only(options, enable_with):
+    """options: [(the option as the user spelt it, its value)]. ValueError
+    for the first one given: they only apply to elastic jobs, which
+    `enable_with` (how this caller turns elastic mode on) would start."""
+    for name, value in options:
+        if value is not None:
+            raise ValueError(f"{name} only applies to elastic jobs; give {enable_with} (or drop "
+                             "it)")
+
+
 def resolve(num_proc, min_num_proc, max_num_proc, slots, host_discovery_script, has_fixed_hosts,
             elastic_timeout, reset_limit, cooldown_range, use_mpi=False):
     """Checks the elastic arguments; returns (num_proc, min_np, max_np,

@@ -4,12 +4,15 @@ Env: ELASTIC_DIR (log directory and marker files), ELASTIC_DEVICE (the torch
 device of the allreduced tensors, default cpu), ELASTIC_SCHEDULE (JSON):
   {"epochs": E, "batches": B, "sleep": seconds per batch,
    "events": [{"epoch": e, "batch": b, "rank": r, "do": "raise"|"sigkill"|"exit"|"sleep"},
-              {"epoch": e, "batch": b, "do": "hosts", "hosts": "h1:2\\nh2:2"}]}
+              {"epoch": e, "batch": b, "do": "hosts", "hosts": "h1:2\\nh2:2"},
+              {"epoch": e, "batch": b, "do": "await_size", "size": n}]}
 Each event fires once in the whole job (a marker file records it; after a
 restore the same batch runs again without it). A "hosts" event: rank 0
 rewrites ELASTIC_DIR/hosts.txt (what the test's discovery script prints),
-then every rank commits until the driver's host update interrupts them, so
-the reset happens at exactly that batch whatever the timing.
+then every rank checks for host updates until the driver's update interrupts
+them, so the reset happens at exactly that batch whatever the timing. An
+"await_size" event: unless the job already has `size` ranks, the ranks wait
+the same way for the update that grows it (e.g. a host back from its cooldown).
 Every worker appends one JSON line per batch to ELASTIC_DIR/<worker id>.jsonl:
 {"w", "round", "rank", "size", "host", "epoch", "batch", "sum"}; the allreduced
 sum of ones must equal the size. Rank 0 prints DONE at the end.
@@ -23,7 +26,7 @@ import time
 import torch
 
 import horovod.torch as hvd
-from horovod_accel.common import elastic as common_elastic
+from horovod_accel.common.exceptions import HostsUpdatedInterrupt
 
 DIR = os.environ["ELASTIC_DIR"]
 SCHED = json.loads(os.environ["ELASTIC_SCHEDULE"])
@@ -46,17 +49,19 @@ def log(**rec):
         f.write(json.dumps(rec) + "\n")
 
 
-def make_state():
-    if hasattr(hvd, "elastic") and hasattr(hvd.elastic, "ObjectState"):
-        return hvd.elastic.ObjectState(epoch=0, batch=0)
-    return common_elastic.ObjectState(hvd.broadcast_object, hvd.rank,
-                                      hvd.allgather_object, epoch=0, batch=0)
-
-
-def run(func):
-    if hasattr(hvd, "elastic") and hasattr(hvd.elastic, "run"):
-        return hvd.elastic.run(func)
-    return common_elastic.run_fn(func, lambda: (hvd.shutdown(), hvd.init()))
+def await_host_update(state, i, on_update=None):
+    """Checks for host updates until the driver's update interrupts this
+    rank (the check is collective: every rank raises at the same call)."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            state.check_host_updates()
+        except HostsUpdatedInterrupt:
+            if on_update is not None:
+                on_update()
+            raise
+        time.sleep(0.05)  # polling the driver, not waiting for a peer
+    raise RuntimeError(f"no host update within 60 s of event {i}")
 
 
 def handle_events(state):
@@ -72,18 +77,16 @@ def handle_events(state):
                 log(event=i, w=WID, what="hosts", t=time.time())
             # This batch runs again after the reset: the ranks agree that the
             # update is consumed (new workers were not there to see it).
-            seen = os.path.exists(os.path.join(DIR, f"event-{i}.seen"))
-            if hvd.allreduce(torch.tensor([float(seen)]), op=hvd.Max, name=f"hosts-{i}")[0] > 0:
+            seen = os.path.join(DIR, f"event-{i}.seen")
+            if hvd.allreduce(torch.tensor([float(os.path.exists(seen))]), op=hvd.Max,
+                             name=f"hosts-{i}")[0] > 0:
                 continue
-            deadline = time.time() + 60
-            while time.time() < deadline:
-                try:
-                    state.check_host_updates()
-                except Exception:
-                    open(os.path.join(DIR, f"event-{i}.seen"), "w").close()
-                    raise
-                time.sleep(0.05)
-            raise RuntimeError(f"no host update within 60 s of event {i}")
+            await_host_update(state, i, lambda: open(seen, "w").close())
+        elif ev["do"] == "await_size":
+            # The job grows back to "size" by the time this batch runs again,
+            # whether the update arrived before this batch or arrives here.
+            if hvd.size() < ev["size"]:
+                await_host_update(state, i)
         elif ev.get("rank") == hvd.rank() and fire_once(i):
             log(event=i, w=WID, what=ev["do"], t=time.time())
             if ev["do"] == "raise":
@@ -98,9 +101,9 @@ def handle_events(state):
 
 def main():
     hvd.init()
-    state = make_state()
+    state = hvd.elastic.ObjectState(epoch=0, batch=0)
 
-    @run
+    @hvd.elastic.run
     def train(state):
         while state.epoch < SCHED["epochs"]:
             while state.batch < SCHED["batches"]:
