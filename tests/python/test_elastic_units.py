@@ -108,3 +108,43 @@ def test_settings_defaults_and_env(monkeypatch):
         settings.resolve(2, 1, None, None, "s.sh", False, None, None, None, use_mpi=True)
     with pytest.raises(ValueError, match="expected 1 <= MIN <= MAX"):
         settings.resolve(2, 1, None, None, "s.sh", False, None, None, (3, 2))
+
+
+class _FakeStore:
+    def __init__(self):
+        self.data = {}
+
+    def set_local(self, key, value):
+        self.data[key] = value
+
+    def get_local(self, key):
+        return self.data.get(key)
+
+
+def _driver_after_first_round(max_np):
+    from horovod_accel.runner.elastic.discovery import FixedHosts  # noqa: PLC0415
+    from horovod_accel.runner.elastic.driver import ElasticDriver, ElasticSpec  # noqa: PLC0415
+    store = _FakeStore()
+    spec = ElasticSpec(num_proc=1, min_np=1, max_np=max_np, discovery=FixedHosts([]),
+                       command=["true"], env={}, secret="s", store=store, store_port=0,
+                       store_addr=lambda h: "127.0.0.1", is_local=lambda h: True)
+    d = ElasticDriver(spec)
+    d._start = lambda w, topo, round_: None  # no processes: the plan is what is tested
+    d.hosts.update([Host("a", 1)])
+    d._form_round()
+    assert d.round == 1 and d.plan.placement == [("a", "w1")]
+    return d, store
+
+
+def test_a_host_change_that_keeps_the_plan_is_not_announced():
+    """After the first round spawned its workers, a new host the job cannot
+    use (max_np reached) leaves the running plan as it is: no reset."""
+    d, store = _driver_after_first_round(max_np=1)
+    d._on_hosts([Host("a", 1), Host("b", 1)])
+    assert d.hosts_seq == 0 and proto.HOSTS_EVENT_KEY not in store.data
+
+
+def test_a_host_the_job_can_grow_to_is_announced_as_an_addition():
+    d, store = _driver_after_first_round(max_np=None)
+    d._on_hosts([Host("a", 1), Host("b", 1)])
+    assert store.data[proto.HOSTS_EVENT_KEY] == proto.format_hosts_event(1, 1)
