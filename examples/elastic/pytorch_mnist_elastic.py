@@ -122,7 +122,6 @@ def main():
     @hvd.elastic.run
     def train(state):
         while state.epoch < args.epochs:
-            state.sampler.set_epoch(state.epoch)
             model.train()
             total, count = 0.0, 0
             # The loader yields what is left of this epoch for this worker; its
@@ -145,6 +144,9 @@ def main():
             state.losses.append(loss)
             state.epoch += 1
             state.batch = 0
+            # At the end of an epoch: called at the start, a reset in the
+            # middle of an epoch would forget what was processed.
+            state.sampler.set_epoch(state.epoch)
             state.commit()
         return state.losses
 

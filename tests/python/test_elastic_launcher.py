@@ -92,6 +92,38 @@ def test_hosts_added_then_removed(tmp_path):
     assert "DONE size=2" in job.r.stdout, tail(job.r)
 
 
+def test_elastic_sampler_commits_every_sample_once_per_epoch(tmp_path):
+    """TorchState + ElasticSampler through a scale-up (2 -> 3 workers) in
+    epoch 0 and a SIGKILL (3 -> 2) in epoch 1, both mid-epoch, with uneven
+    shards (50 samples over 3): over all workers and rounds, each epoch
+    commits every sample exactly once (upstream horovod#3399 / #3143)."""
+    n = 50
+    sched = {"epochs": 2, "events": [
+        {"epoch": 0, "batch": 3, "do": "hosts", "hosts": "localhost:2\n127.0.0.1:1"},
+        {"epoch": 1, "batch": 2, "rank": 2, "do": "sigkill"}]}
+    logdir = tmp_path / "elastic"
+    logdir.mkdir()
+    (logdir / "hosts.txt").write_text("localhost:2\n")
+    script = logdir / "discover.sh"
+    script.write_text(f"#!/bin/sh\ncat {logdir / 'hosts.txt'}\n")
+    script.chmod(0o755)
+    r = horovodrun(["-np", 2, "--min-np", 1, "--host-discovery-script", script, sys.executable,
+                    WORKER.parent / "sampler_worker.py"], HARD_TIMEOUT, ELASTIC_DIR=logdir,
+                   ELASTIC_SCHEDULE=json.dumps(sched), SAMPLER_DATASET=n, SAMPLER_BATCH=4)
+    assert r.returncode == 0 and "DONE size=2" in r.stdout, tail(r)
+    committed = {0: [], 1: []}
+    sizes = {0: set(), 1: set()}
+    for f in logdir.glob("w*.jsonl"):
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            if "committed" in rec:
+                committed[rec["epoch"]] += rec["committed"]
+                sizes[rec["epoch"]].add(rec["size"])
+    assert sizes == {0: {2, 3}, 1: {2, 3}}, sizes  # both changes landed mid-epoch
+    for epoch, indices in committed.items():
+        assert sorted(indices) == list(range(n)), (epoch, sorted(indices))
+
+
 def test_sigkilled_rank_job_continues_on_the_other_host(tmp_path):
     sched = {"epochs": 1, "batches": 6, "sleep": 0.02, "events": [
         {"epoch": 0, "batch": 3, "rank": 2, "do": "sigkill"}]}
@@ -253,3 +285,28 @@ def test_emulated_gcu_communicators_are_recreated_after_a_loss(tmp_path):
     job.check_sums()
     assert {rec["device"] for rec in job.records} == {"gcu"}, job.records[:3]
     assert list(job.sizes_per_step().values()) == [3, 3, 2, 2, 2]
+
+
+@pytest.mark.parametrize("mode", ["tape", "fit"])
+def test_tensorflow_and_keras_survive_a_lost_worker(tmp_path, mode):
+    """TF2 (TensorFlowKerasState, a DistributedGradientTape step traced once)
+    and Keras 3 (KerasState, model.fit with the elastic callbacks): the
+    worker on 127.0.0.1 is SIGKILLed in epoch 1; the job finishes every epoch
+    on the survivor, each epoch logged once by the round that completed it,
+    and the loss falls."""
+    sched = {"epochs": 4, "events": [{"epoch": 1, "batch": 2, "rank": 1, "do": "sigkill"}]}
+    logdir = tmp_path / "elastic"
+    logdir.mkdir()
+    r = horovodrun(["-np", 2, "--min-np", 1, "-H", "localhost:1,127.0.0.1:1", sys.executable,
+                    WORKER.parent / "tf2_worker.py", mode], HARD_TIMEOUT, ELASTIC_DIR=logdir,
+                   ELASTIC_SCHEDULE=json.dumps(sched))
+    assert r.returncode == 0 and "DONE size=1" in r.stdout, tail(r)
+    epochs = {}
+    for f in logdir.glob("w*.jsonl"):
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            if "loss" in rec and rec["round"] >= epochs.get(rec["epoch"], {"round": 0})["round"]:
+                epochs[rec["epoch"]] = rec
+    assert sorted(epochs) == [0, 1, 2, 3], epochs
+    assert [epochs[e]["size"] for e in range(4)] == [2, 1, 1, 1], epochs
+    assert epochs[3]["loss"] < epochs[0]["loss"], epochs

@@ -2,10 +2,11 @@
 as hosts (tests/multihost/netns_hosts.py: own addresses on a private bridge,
 own host names, own /dev/shm), and a stand-in `ssh` enters them. Covered:
 horovodrun -H by address and by host name, uneven layouts over 3 hosts,
-training, Open MPI and MPICH across hosts, and a rank killed on a remote
-host. Every job runs under a hard timeout; the tests skip with the reason
+training, Open MPI and MPICH across hosts, a rank killed on a remote host,
+and an elastic job that loses a host. Every job runs under a hard timeout; the tests skip with the reason
 where namespaces cannot be made (not root, no iproute2).
 """
+import os
 import re
 import shutil
 import subprocess
@@ -162,3 +163,29 @@ def test_mpirun_across_hosts_over_mpi_data_plane_and_controller():
                       r"negotiation over mpi",
                       r.stderr)
     assert sorted(map(int, made)) == [0, 1, 2, 3], (r.stdout + r.stderr)[-6000:]
+
+
+def test_elastic_job_survives_a_lost_host():
+    """Elastic mode across three namespace hosts (Gloo between them, workers
+    started through the stand-in ssh): the worker on hostC SIGKILLs itself
+    mid-training; hostC is blacklisted and the job goes on with the workers
+    of hostA and hostB, which see the loss as a recoverable error."""
+    import json  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    worker = REPO / "tests" / "python" / "elastic_scripts" / "scheduled_worker.py"
+    sched = {"epochs": 1, "batches": 6, "events": [
+        {"epoch": 0, "batch": 3, "rank": 2, "do": "sigkill"}]}
+    with tempfile.TemporaryDirectory() as logdir, netns_hosts.NetnsHosts(3) as hs:
+        a, b, c = hs.hosts
+        r = run_on(hs, [sys.executable, "-m", "horovod_accel.runner.launch", "-np", "3",
+                        "--min-np", "2", "-H", f"{a.addr}:1,{b.addr}:1,{c.addr}:1",
+                        sys.executable, worker], 180, ELASTIC_DIR=logdir,
+                   ELASTIC_SCHEDULE=json.dumps(sched))
+        records = [json.loads(line) for f in sorted(os.listdir(logdir)) if f.endswith(".jsonl")
+                   for line in open(os.path.join(logdir, f)) if '"sum"' in line]
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "DONE size=2" in r.stdout, out[-6000:]
+    assert f"host {c.addr} is blacklisted" in out, out[-6000:]
+    assert all(rec["sum"] == rec["size"] for rec in records), records
+    after = {(rec["host"], rec["size"]) for rec in records if rec["round"] == 2}
+    assert after == {(a.addr, 2), (b.addr, 2)}, records

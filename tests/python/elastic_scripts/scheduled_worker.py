@@ -17,36 +17,16 @@ Every worker appends one JSON line per batch to ELASTIC_DIR/<worker id>.jsonl:
 {"w", "round", "rank", "size", "host", "epoch", "batch", "sum"}; the allreduced
 sum of ones must equal the size. Rank 0 prints DONE at the end.
 """
-import json
 import os
-import signal
-import sys
 import time
 
 import torch
 
 import horovod.torch as hvd
+from _schedule import DIR, SCHED, WID, events_at, fire_once, inject_failures, log
 from horovod_accel.common.exceptions import HostsUpdatedInterrupt
 
-DIR = os.environ["ELASTIC_DIR"]
-SCHED = json.loads(os.environ["ELASTIC_SCHEDULE"])
-WID = os.environ.get("_HOROVOD_ELASTIC_WORKER_ID", "static")
 DEVICE = os.environ.get("ELASTIC_DEVICE", "cpu")
-
-
-def fire_once(i):
-    """True the first time event i is reached in the job."""
-    try:
-        fd = os.open(os.path.join(DIR, f"event-{i}.done"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return False
-    os.close(fd)
-    return True
-
-
-def log(**rec):
-    with open(os.path.join(DIR, f"{WID}.jsonl"), "a") as f:
-        f.write(json.dumps(rec) + "\n")
 
 
 def await_host_update(state, i, on_update=None):
@@ -65,9 +45,9 @@ def await_host_update(state, i, on_update=None):
 
 
 def handle_events(state):
-    for i, ev in enumerate(SCHED.get("events", [])):
-        if (ev["epoch"], ev["batch"]) != (state.epoch, state.batch):
-            continue
+    """The schedule's events at the current (epoch, batch): host changes
+    (every rank takes part) and failures (_schedule.inject_failures)."""
+    for i, ev in events_at(state.epoch, state.batch):
         if ev["do"] == "hosts":
             if hvd.rank() == 0 and fire_once(i):
                 tmp = os.path.join(DIR, "hosts.txt.tmp")
@@ -87,16 +67,7 @@ def handle_events(state):
             # whether the update arrived before this batch or arrives here.
             if hvd.size() < ev["size"]:
                 await_host_update(state, i)
-        elif ev.get("rank") == hvd.rank() and fire_once(i):
-            log(event=i, w=WID, what=ev["do"], t=time.time())
-            if ev["do"] == "raise":
-                raise RuntimeError(f"scheduled failure {i} on rank {hvd.rank()}")
-            if ev["do"] == "exit":
-                sys.exit(3)
-            if ev["do"] == "sleep":  # a long step on this rank only (no Horovod op)
-                time.sleep(ev.get("seconds", 3))
-                continue
-            os.kill(os.getpid(), signal.SIGKILL)
+    inject_failures(state.epoch, state.batch, hvd.rank())
 
 
 def main():
