@@ -20,6 +20,7 @@ class ProcessSet:
     process_set_id = None
     ranks = None
     mpi_comm = None
+    _ended_by_shutdown = False  # registered once, then invalidated by shutdown()
 
     def __init__(self, ranks_or_comm: Union[Sequence[int], object]):
         if not is_iterable(ranks_or_comm):
@@ -35,6 +36,7 @@ class ProcessSet:
 
     def _invalidate(self):
         self.process_set_id = None
+        self._ended_by_shutdown = True
 
     def size(self) -> Optional[int]:
         """Number of ranks in the set, or None if the set is not registered."""
@@ -74,8 +76,14 @@ def registered_id(process_set):
     if not isinstance(process_set, ProcessSet):
         raise ValueError(f"process_set must be an hvd.ProcessSet, got {type(process_set).__name__}.")
     if process_set.process_set_id is None:
+        hint = ""
+        if process_set._ended_by_shutdown:
+            # Process sets live for one init(); an elastic reset is shutdown(); init().
+            hint = (" It was registered before the last hvd.shutdown() (an elastic reset shuts "
+                    "down too): register it again after init(), e.g. in a reset callback "
+                    "(state.register_reset_callbacks), with the ranks of the new job.")
         raise ValueError(f"{process_set} is not registered: pass it to hvd.init(process_sets=[...]) "
-                         f"or hvd.add_process_set() first.")
+                         f"or hvd.add_process_set() first.{hint}")
     return process_set.process_set_id
 
 

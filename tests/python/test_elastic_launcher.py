@@ -137,18 +137,20 @@ def test_sigkilled_rank_job_continues_on_the_other_host(tmp_path):
     assert "failed with signal SIGKILL; host 127.0.0.1 is blacklisted" in job.r.stderr, tail(job.r)
 
 
-def test_rank0_raises_job_continues_without_its_host(tmp_path):
-    """Rank 0 itself fails (an exception): the survivors on the other host
-    hold the committed state; one of them becomes rank 0."""
+@pytest.mark.parametrize("how", ["raise", "sigkill"])
+def test_rank0_fails_job_continues_without_its_host(tmp_path, how):
+    """Rank 0 itself fails (an exception, or SIGKILL): the survivors on the
+    other host hold the committed state; one of them becomes rank 0."""
     sched = {"epochs": 1, "batches": 5, "events": [
-        {"epoch": 0, "batch": 2, "rank": 0, "do": "raise"}]}
+        {"epoch": 0, "batch": 2, "rank": 0, "do": how}]}
     job = run_elastic(tmp_path, "127.0.0.1:1\nlocalhost:2", sched, "-np", 3, "--min-np", 2)
     assert job.r.returncode == 0, tail(job.r)
     job.check_sums()
     assert list(job.sizes_per_step().values()) == [3, 3, 2, 2, 2]
     r2 = job.rounds()[2][1]
     assert sorted(r2.values()) == [(0, "localhost"), (1, "localhost")], r2
-    assert "scheduled failure 0 on rank 0" in job.r.stderr, tail(job.r)
+    cause = "scheduled failure 0 on rank 0" if how == "raise" else "failed with signal SIGKILL"
+    assert cause in job.r.stderr, tail(job.r)
 
 
 def test_fixed_hosts_fault_tolerance_with_gloo_data_plane(tmp_path):
@@ -310,3 +312,15 @@ def test_tensorflow_and_keras_survive_a_lost_worker(tmp_path, mode):
     assert sorted(epochs) == [0, 1, 2, 3], epochs
     assert [epochs[e]["size"] for e in range(4)] == [2, 1, 1, 1], epochs
     assert epochs[3]["loss"] < epochs[0]["loss"], epochs
+
+
+def test_process_set_of_an_ended_job_says_to_register_again():
+    """Process sets live for one init(); after a reset (shutdown(); init())
+    using an old one says how to register it again."""
+    code = ("import torch, horovod.torch as hvd\n"
+            "hvd.init(process_sets='dynamic'); ps = hvd.add_process_set([0])\n"
+            "hvd.shutdown(); hvd.init(process_sets='dynamic')\n"
+            "try:\n    hvd.allreduce(torch.ones(1), process_set=ps)\n"
+            "except ValueError as e:\n    print('ERROR', e)\n")
+    r = run([sys.executable, "-c", code], 60)
+    assert "register it again after init(), e.g. in a reset callback" in r.stdout, tail(r)
