@@ -165,7 +165,7 @@ class ElasticDriver:
             return  # the round being formed reads the hosts itself
         live = [(wid, self.workers[wid].hostname) for wid in self.members
                 if not self.workers[wid].exited]
-        plan = plan_round(self.hosts.available(), live, self.spec.max_np)
+        plan = plan_round(available, live, self.spec.max_np)
         if same_plan(plan, self.plan):
             return
         self.hosts_seq += 1
