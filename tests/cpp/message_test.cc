@@ -1,6 +1,9 @@
 // Message (common/message.h): the wire encoding of request and response
-// lists: round trips and corruption.
+// lists: round trips, corruption, and the exact bytes of a small list.
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "common/message.h"
 #include "message_test_util.h"
@@ -48,6 +51,88 @@ TEST(Message, ResponseListRoundTripAndCorruption) {
   EXPECT_EQ(back.responses[0].rank_dim0, (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(back.responses[0].error, "boom");
   EXPECT_FALSE(Deserialize(bytes.substr(0, bytes.size() - 3), &back).ok());
+}
+
+// Lowercase hex of `bytes`, two digits a byte.
+std::string Hex(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+// The wire format, byte by byte (little-endian PODs, u64 lengths): a change
+// of the encoding must show up here, not only as a round trip that still works.
+TEST(Message, RequestListBytesArePinned) {
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+  GTEST_SKIP() << "the pinned bytes are those of a little-endian build";
+#endif
+  RequestList l;
+  l.stuck = true;
+  Request r = MakeRequest("ab", {3}, RequestType::kBroadcast);
+  r.rank = 1;
+  r.root_rank = 0;
+  r.postscale = 2.0;
+  l.requests = {r};
+  const std::string expected = std::string("02")   // flags: stuck
+                               + "0100000000000000"  // one request
+                               + "01000000"          // rank 1
+                               + "02000000"          // BROADCAST
+                               + "07000000"          // float32
+                               + "ffffffff"          // device -1 (CPU)
+                               + "00000000"          // root rank 0
+                               + "01000000"          // sum
+                               + "000000000000f03f"  // prescale 1.0
+                               + "0000000000000040"  // postscale 2.0
+                               + "0200000000000000" + "6162"              // name "ab"
+                               + "0100000000000000" + "0300000000000000"  // shape {3}
+                               + "0000000000000000";                      // splits {}
+  EXPECT_EQ(Hex(Serialize(l)), expected);
+}
+
+TEST(Message, ResponseListBytesArePinned) {
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+  GTEST_SKIP() << "the pinned bytes are those of a little-endian build";
+#endif
+  ResponseList l;
+  l.shutdown = true;
+  l.has_params = true;
+  l.params.fusion_threshold_bytes = 64;
+  l.params.cycle_time_ms = 0.5;
+  l.joined_count = 1;
+  l.shutdown_ranks = {2};
+  Response r = MakeResponse("x", {});
+  r.type = ResponseType::kError;
+  r.error = "e";
+  l.responses = {r};
+  const std::string expected = std::string("05")                        // flags: shutdown, params
+                               + "01000000"                             // joined_count 1
+                               + "0100000000000000" + "0200000000000000"  // shutdown_ranks {2}
+                               + "4000000000000000"                     // fusion threshold 64
+                               + "000000000000e03f"                     // cycle time 0.5 ms
+                               + "0100000000000000"                     // one response
+                               + "0a000000"                             // ERROR
+                               + "0100000000000000" + "0100000000000000" + "78"  // names {"x"}
+                               + "0100000000000000" + "65"              // error "e"
+                               + "07000000"                             // float32
+                               + "ffffffff" + "ffffffff"                // device, root rank -1
+                               + "01000000"                             // sum
+                               + "000000000000f03f" + "000000000000f03f"  // pre/postscale 1.0
+                               + "0100000000000000" + "0000000000000000"  // shapes {{}}
+                               + "0000000000000000"                     // rank_dim0 {}
+                               + "0000000000000000"                     // splits_matrix {}
+                               + "ffffffff"                             // last joined rank -1
+                               + "0000000000000000";                    // payload {}
+  EXPECT_EQ(Hex(Serialize(l)), expected);
+  ResponseList back;
+  ASSERT_TRUE(Deserialize(Serialize(l), &back).ok());
+  EXPECT_TRUE(back.shutdown && back.has_params && !back.all_stuck);
+  EXPECT_EQ(back.params.fusion_threshold_bytes, 64);
+  EXPECT_EQ(back.params.cycle_time_ms, 0.5);
+  EXPECT_EQ(back.shutdown_ranks, (std::vector<int64_t>{2}));
 }
 
 }  // namespace
