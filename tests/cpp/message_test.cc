@@ -53,6 +53,34 @@ TEST(Message, ResponseListRoundTripAndCorruption) {
   EXPECT_FALSE(Deserialize(bytes.substr(0, bytes.size() - 3), &back).ok());
 }
 
+// Truncations name the part that was cut; a count larger than the bytes
+// left is corrupt, not an allocation of that many elements.
+TEST(Message, CorruptionNamesThePartAndHugeCountsAreRefused) {
+  RequestList l;
+  l.requests = {MakeRequest("a", {2})};
+  const std::string bytes = Serialize(l);
+  RequestList back;
+  EXPECT_EQ(Deserialize(bytes.substr(0, 5), &back).reason(),
+            "corrupt request list received from a peer rank");
+  EXPECT_EQ(Deserialize(bytes.substr(0, bytes.size() - 1), &back).reason(),
+            "corrupt request received from a peer rank");
+  EXPECT_EQ(Deserialize(bytes + "x", &back).reason(),
+            "corrupt request list received from a peer rank");
+  std::string huge = bytes;
+  huge[8] = 0x40;  // the request count's top byte: 2^62 requests
+  EXPECT_EQ(Deserialize(huge, &back).reason(), "corrupt request list received from a peer rank");
+
+  ResponseList rl;
+  rl.responses = {MakeResponse("a", {2})};
+  std::string rbytes = Serialize(rl);
+  ResponseList rback;
+  EXPECT_EQ(Deserialize(rbytes.substr(0, rbytes.size() - 1), &rback).reason(),
+            "corrupt response received from a peer rank");
+  rbytes[1 + 4 + 8 + 8 + 4 + 7] = 0x40;  // the first response's name count: 2^62 names
+  EXPECT_EQ(Deserialize(rbytes, &rback).reason(), "corrupt response received from a peer rank");
+  EXPECT_EQ(Deserialize("", &rback).reason(), "corrupt response list received from a peer rank");
+}
+
 // Lowercase hex of `bytes`, two digits a byte.
 std::string Hex(const std::string& bytes) {
   static const char kDigits[] = "0123456789abcdef";

@@ -110,6 +110,8 @@ class FakeStoreServer {
   int port() const { return port_; }
   int connections() const { return connections_; }
   int refused() const { return refused_; }
+  // GETs that found their key missing and were held (so far, in all).
+  int held_gets() const { return held_gets_; }
 
   // From now on SET is answered with ERROR [why].
   void FailSetsWith(std::string why) {
@@ -175,6 +177,7 @@ class FakeStoreServer {
         const std::string& key = req.fields[0];
         const long long ms = std::stoll(req.fields[1]);
         auto ready = [&] { return stopped_ || data_.count(key) > 0; };
+        if (!ready()) ++held_gets_;
         if (ms < 0)
           cv_.wait(lock, ready);
         else
@@ -201,6 +204,7 @@ class FakeStoreServer {
   int port_ = 0;
   std::atomic<int> connections_{0};
   std::atomic<int> refused_{0};
+  std::atomic<int> held_gets_{0};
   std::thread accept_thread_;
   std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
@@ -253,14 +257,17 @@ TEST(TcpStore, GetWaitsForAKeySetLater) {
   ASSERT_NE(store, nullptr);
   std::string value;
   Status got;
-  const auto start = Clock::now();
   std::thread getter([&] { got = store->Get("late", &value, milliseconds(10000)); });
-  std::this_thread::sleep_for(milliseconds(100));
-  ASSERT_TRUE(store->Set("late", "here").ok());
+  // The SET goes only once the server holds the GET (a SET first would be
+  // no test of waiting).
+  const auto start = Clock::now();
+  while (server.held_gets() == 0 && SecondsSince(start) < 5.0)
+    std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_EQ(server.held_gets(), 1);
+  EXPECT_TRUE(store->Set("late", "here").ok());  // (no ASSERT before the join)
   getter.join();
   ASSERT_TRUE(got.ok()) << got.reason();
   EXPECT_EQ(value, "here");
-  EXPECT_GE(SecondsSince(start), 0.1);
   EXPECT_LT(SecondsSince(start), 5.0);
   EXPECT_EQ(server.connections(), 2);
 }
