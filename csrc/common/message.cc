@@ -1,40 +1,38 @@
 #include "common/message.h"
 
 #include <cstring>
+#include <iterator>
+#include <type_traits>
 
 namespace hvda {
 
-const char* RequestTypeName(RequestType t) {
-  switch (t) {
-    case RequestType::kAllreduce: return "ALLREDUCE";
-    case RequestType::kAllgather: return "ALLGATHER";
-    case RequestType::kBroadcast: return "BROADCAST";
-    case RequestType::kJoin: return "JOIN";
-    case RequestType::kAdasum: return "ADASUM";
-    case RequestType::kAlltoall: return "ALLTOALL";
-    case RequestType::kBarrier: return "BARRIER";
-    case RequestType::kReducescatter: return "REDUCESCATTER";
-    case RequestType::kAddProcessSet: return "ADD_PROCESS_SET";
-    case RequestType::kRemoveProcessSet: return "REMOVE_PROCESS_SET";
-  }
-  return "UNKNOWN";
+namespace {
+
+// The names of each RequestType, indexed by its value: {for timelines and
+// logs, for messages to users}.
+constexpr const char* kRequestTypeNames[][2] = {
+    {"ALLREDUCE", "allreduce"},         {"ALLGATHER", "allgather"},
+    {"BROADCAST", "broadcast"},         {"JOIN", "join"},
+    {"ADASUM", "adasum"},               {"ALLTOALL", "alltoall"},
+    {"BARRIER", "barrier"},             {"REDUCESCATTER", "reducescatter"},
+    {"ADD_PROCESS_SET", "add_process_set"}, {"REMOVE_PROCESS_SET", "remove_process_set"},
+};
+static_assert(std::size(kRequestTypeNames) ==
+                  static_cast<size_t>(RequestType::kRemoveProcessSet) + 1,
+              "one entry per RequestType, in value order");
+
+// kRequestTypeNames[t][form], or the unknown-type name of that form.
+const char* TypeName(RequestType t, int form) {
+  const auto i = static_cast<size_t>(t);
+  if (i >= std::size(kRequestTypeNames)) return form == 0 ? "UNKNOWN" : "unknown";
+  return kRequestTypeNames[i][form];
 }
 
-const char* RequestTypeOpName(RequestType t) {
-  switch (t) {
-    case RequestType::kAllreduce: return "allreduce";
-    case RequestType::kAllgather: return "allgather";
-    case RequestType::kBroadcast: return "broadcast";
-    case RequestType::kJoin: return "join";
-    case RequestType::kAdasum: return "adasum";
-    case RequestType::kAlltoall: return "alltoall";
-    case RequestType::kBarrier: return "barrier";
-    case RequestType::kReducescatter: return "reducescatter";
-    case RequestType::kAddProcessSet: return "add_process_set";
-    case RequestType::kRemoveProcessSet: return "remove_process_set";
-  }
-  return "unknown";
-}
+}  // namespace
+
+const char* RequestTypeName(RequestType t) { return TypeName(t, 0); }
+
+const char* RequestTypeOpName(RequestType t) { return TypeName(t, 1); }
 
 const char* ResponseTypeName(ResponseType t) {
   if (t == ResponseType::kError) return "ERROR";
@@ -156,8 +154,13 @@ class Reader {
 };
 
 // The layouts, each spelled once. C is Writer (with const messages) or
-// Reader. The *List functions return nullptr, or the part that a Reader found
-// truncated ("request list", "request", ...).
+// Reader. The CodeList overloads return nullptr, or the part that a Reader
+// found truncated ("request list", "request", ...).
+
+// T for a Reader (it fills the message), const T for a Writer.
+template <typename C, typename T>
+using Msg = std::conditional_t<std::is_same_v<C, Writer>, const T, T>;
+
 template <typename C, typename R>
 bool CodeRequest(C& c, R& r) {
   return c.Pod(r.rank) && c.Pod(r.type) && c.Pod(r.dtype) && c.Pod(r.device) &&
@@ -165,8 +168,8 @@ bool CodeRequest(C& c, R& r) {
          c.Str(r.name) && c.Vec(r.shape) && c.Vec(r.splits);
 }
 
-template <typename C, typename L>
-const char* CodeRequestList(C& c, L& l) {
+template <typename C>
+const char* CodeList(C& c, Msg<C, RequestList>& l) {
   const char* failed = "request list";
   const bool ok = c.Flags(l.shutdown, l.stuck) && c.List(l.requests, [&](auto& r) {
     failed = "request";
@@ -184,8 +187,8 @@ bool CodeResponse(C& c, R& r) {
          c.Vec(r.splits_matrix) && c.Pod(r.last_joined_rank) && c.Vec(r.payload);
 }
 
-template <typename C, typename L>
-const char* CodeResponseList(C& c, L& l) {
+template <typename C>
+const char* CodeList(C& c, Msg<C, ResponseList>& l) {
   const char* failed = "response list";
   // The tuned parameters are present only when the has_params flag says so.
   const bool ok = c.Flags(l.shutdown, l.all_stuck, l.has_params) && c.Pod(l.joined_count) &&
@@ -199,36 +202,35 @@ const char* CodeResponseList(C& c, L& l) {
   return ok ? nullptr : failed;
 }
 
-// The status of a decode: `failed` from a Code* function, else whether every
-// byte was used.
-Status Finish(const Reader& rd, const char* failed, const char* list) {
-  const char* what = failed != nullptr ? failed : rd.Done() ? nullptr : list;
-  if (what == nullptr) return Status::OK();
-  return Status::Unknown(std::string("corrupt ") + what + " received from a peer rank");
+template <typename L>
+std::string Encode(const L& l) {
+  Writer w;
+  CodeList(w, l);
+  return w.Take();
+}
+
+// Decodes all of `bytes` into *out; `list` names the message in errors.
+template <typename L>
+Status Decode(const std::string& bytes, L* out, const char* list) {
+  Reader rd(bytes);
+  const char* failed = CodeList(rd, *out);
+  if (failed == nullptr && !rd.Done()) failed = list;
+  if (failed == nullptr) return Status::OK();
+  return Status::Unknown(std::string("corrupt ") + failed + " received from a peer rank");
 }
 
 }  // namespace
 
-std::string Serialize(const RequestList& l) {
-  Writer w;
-  CodeRequestList(w, l);
-  return w.Take();
-}
+std::string Serialize(const RequestList& l) { return Encode(l); }
 
 Status Deserialize(const std::string& bytes, RequestList* out) {
-  Reader rd(bytes);
-  return Finish(rd, CodeRequestList(rd, *out), "request list");
+  return Decode(bytes, out, "request list");
 }
 
-std::string Serialize(const ResponseList& l) {
-  Writer w;
-  CodeResponseList(w, l);
-  return w.Take();
-}
+std::string Serialize(const ResponseList& l) { return Encode(l); }
 
 Status Deserialize(const std::string& bytes, ResponseList* out) {
-  Reader rd(bytes);
-  return Finish(rd, CodeResponseList(rd, *out), "response list");
+  return Decode(bytes, out, "response list");
 }
 
 }  // namespace hvda

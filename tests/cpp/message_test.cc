@@ -2,6 +2,7 @@
 // lists: round trips, corruption, and the exact bytes of a small list.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,22 @@ TEST(Message, ResponseListRoundTripAndCorruption) {
   EXPECT_EQ(back.responses[0].rank_dim0, (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(back.responses[0].error, "boom");
   EXPECT_FALSE(Deserialize(bytes.substr(0, bytes.size() - 3), &back).ok());
+}
+
+TEST(Message, TypeNames) {
+  for (int t = 0; t <= static_cast<int>(RequestType::kRemoveProcessSet); ++t) {
+    std::string upper = RequestTypeOpName(static_cast<RequestType>(t));
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    EXPECT_EQ(upper, RequestTypeName(static_cast<RequestType>(t))) << t;
+    EXPECT_STREQ(ResponseTypeName(static_cast<ResponseType>(t)),
+                 RequestTypeName(static_cast<RequestType>(t)));
+  }
+  EXPECT_STREQ(RequestTypeName(RequestType::kReducescatter), "REDUCESCATTER");
+  EXPECT_STREQ(RequestTypeOpName(RequestType::kAddProcessSet), "add_process_set");
+  EXPECT_STREQ(ResponseTypeName(ResponseType::kError), "ERROR");
+  EXPECT_STREQ(RequestTypeName(static_cast<RequestType>(42)), "UNKNOWN");
+  EXPECT_STREQ(RequestTypeOpName(static_cast<RequestType>(-1)), "unknown");
+  EXPECT_STREQ(ResponseTypeName(static_cast<ResponseType>(11)), "UNKNOWN");
 }
 
 // Truncations name the part that was cut; a count larger than the bytes
