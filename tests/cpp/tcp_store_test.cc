@@ -112,6 +112,11 @@ class FakeStoreServer {
   int refused() const { return refused_; }
   // GETs that found their key missing and were held (so far, in all).
   int held_gets() const { return held_gets_; }
+  // The timeout_ms field of the last GET.
+  std::string last_get_timeout() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_get_timeout_;
+  }
 
   // From now on SET is answered with ERROR [why].
   void FailSetsWith(std::string why) {
@@ -176,6 +181,7 @@ class FakeStoreServer {
       } else if (req.code == kGet && req.fields.size() == 2) {
         const std::string& key = req.fields[0];
         const long long ms = std::stoll(req.fields[1]);
+        last_get_timeout_ = req.fields[1];
         auto ready = [&] { return stopped_ || data_.count(key) > 0; };
         if (!ready()) ++held_gets_;
         if (ms < 0)
@@ -210,6 +216,7 @@ class FakeStoreServer {
   std::condition_variable cv_;
   bool stopped_ = false;
   std::string set_error_;
+  std::string last_get_timeout_;
   std::map<std::string, std::string> data_;
   std::vector<int> conns_;
   std::vector<std::thread> serve_threads_;
@@ -290,6 +297,23 @@ TEST(TcpStore, GetTimesOutWithTheKeyInTheMessage) {
   EXPECT_TRUE(store->Set("never", "now").ok());
   EXPECT_TRUE(store->Get("never", &value, milliseconds(0)).ok());
   EXPECT_EQ(value, "now");
+}
+
+// Timeouts travel as ASCII milliseconds; a year or more means "no limit"
+// (-1 on the wire), a negative one 0.
+TEST(TcpStore, GetTimeoutsOnTheWire) {
+  FakeStoreServer server("s");
+  std::unique_ptr<Store> store = Connect(server, "s");
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Set("k", "v").ok());
+  std::string value;
+  ASSERT_TRUE(store->Get("k", &value, milliseconds(1500)).ok());
+  EXPECT_EQ(server.last_get_timeout(), "1500");
+  ASSERT_TRUE(store->Get("k", &value, std::chrono::hours(24 * 366)).ok());
+  EXPECT_EQ(server.last_get_timeout(), "-1");
+  ASSERT_TRUE(store->Get("k", &value, milliseconds(-5)).ok());
+  EXPECT_EQ(server.last_get_timeout(), "0");
+  EXPECT_EQ(value, "v");
 }
 
 // A wrong secret, and a missing one (_HOROVOD_SECRET_KEY unset: the client
