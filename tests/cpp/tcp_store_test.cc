@@ -222,21 +222,22 @@ class FakeStoreServer {
   std::vector<std::thread> serve_threads_;
 };
 
-std::unique_ptr<Store> Connect(const FakeStoreServer& server, const std::string& secret) {
+// A server with secret "s" and a store connected to it, for each test.
+class ConnectedTcpStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status st = ConnectTcpStore("127.0.0.1", server.port(), "s", milliseconds(5000), &store);
+    ASSERT_TRUE(st.ok()) << st.reason();
+  }
+  FakeStoreServer server{"s"};
   std::unique_ptr<Store> store;
-  Status st = ConnectTcpStore("127.0.0.1", server.port(), secret, milliseconds(5000), &store);
-  EXPECT_TRUE(st.ok()) << st.reason();
-  return store;
-}
+};
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-TEST(TcpStore, SetGetRoundTrip) {
-  FakeStoreServer server("s3cret");
-  std::unique_ptr<Store> store = Connect(server, "s3cret");
-  ASSERT_NE(store, nullptr);
+TEST_F(ConnectedTcpStore, SetGetRoundTrip) {
   const std::string binary("a\0b\xff", 4);
   ASSERT_TRUE(store->Set("rank.0.addr", "10.0.0.1:4000").ok());
   ASSERT_TRUE(store->Set("blob", binary).ok());
@@ -258,10 +259,7 @@ TEST(TcpStore, SetGetRoundTrip) {
 
 // The server holds a GET until the key arrives; a SET from another thread
 // meanwhile goes over a second connection rather than waiting behind it.
-TEST(TcpStore, GetWaitsForAKeySetLater) {
-  FakeStoreServer server("s");
-  std::unique_ptr<Store> store = Connect(server, "s");
-  ASSERT_NE(store, nullptr);
+TEST_F(ConnectedTcpStore, GetWaitsForAKeySetLater) {
   std::string value;
   Status got;
   std::thread getter([&] { got = store->Get("late", &value, milliseconds(10000)); });
@@ -279,10 +277,7 @@ TEST(TcpStore, GetWaitsForAKeySetLater) {
   EXPECT_EQ(server.connections(), 2);
 }
 
-TEST(TcpStore, GetTimesOutWithTheKeyInTheMessage) {
-  FakeStoreServer server("s");
-  std::unique_ptr<Store> store = Connect(server, "s");
-  ASSERT_NE(store, nullptr);
+TEST_F(ConnectedTcpStore, GetTimesOutWithTheKeyInTheMessage) {
   std::string value = "untouched";
   const auto start = Clock::now();
   Status st = store->Get("never", &value, milliseconds(50));
@@ -301,10 +296,7 @@ TEST(TcpStore, GetTimesOutWithTheKeyInTheMessage) {
 
 // Timeouts travel as ASCII milliseconds; a year or more means "no limit"
 // (-1 on the wire), a negative one 0.
-TEST(TcpStore, GetTimeoutsOnTheWire) {
-  FakeStoreServer server("s");
-  std::unique_ptr<Store> store = Connect(server, "s");
-  ASSERT_NE(store, nullptr);
+TEST_F(ConnectedTcpStore, GetTimeoutsOnTheWire) {
   ASSERT_TRUE(store->Set("k", "v").ok());
   std::string value;
   ASSERT_TRUE(store->Get("k", &value, milliseconds(1500)).ok());
@@ -372,10 +364,7 @@ TEST(TcpStore, InvalidAddressNamesTheVariables) {
             StatusCode::kInvalidArgument);
 }
 
-TEST(TcpStore, ServerErrorsAndLostConnectionsAreReported) {
-  FakeStoreServer server("s");
-  std::unique_ptr<Store> store = Connect(server, "s");
-  ASSERT_NE(store, nullptr);
+TEST_F(ConnectedTcpStore, ServerErrorsAndLostConnectionsAreReported) {
   server.FailSetsWith("disk full");
   Status st = store->Set("k", "v");
   EXPECT_EQ(st.code(), StatusCode::kUnknown);
