@@ -70,6 +70,23 @@ TEST(Message, TypeNames) {
   EXPECT_STREQ(ResponseTypeName(static_cast<ResponseType>(11)), "UNKNOWN");
 }
 
+TEST(AutotuneMessage, ResponseListCarriesParameters) {
+  ResponseList l;
+  l.responses.push_back(MakeResponse("a", {3}));
+  l.has_params = true;
+  l.params = {5 << 20, 12.25};
+  ResponseList back;
+  ASSERT_TRUE(Deserialize(Serialize(l), &back).ok());
+  EXPECT_TRUE(back.has_params);
+  EXPECT_EQ(back.params.fusion_threshold_bytes, 5 << 20);
+  EXPECT_EQ(back.params.cycle_time_ms, 12.25);
+  ASSERT_EQ(back.responses.size(), 1u);
+  EXPECT_EQ(back.responses[0].names[0], "a");
+  l.has_params = false;
+  ASSERT_TRUE(Deserialize(Serialize(l), &back).ok());
+  EXPECT_FALSE(back.has_params);
+}
+
 // Truncations name the part that was cut; a count larger than the bytes
 // left is corrupt, not an allocation of that many elements.
 TEST(Message, CorruptionNamesThePartAndHugeCountsAreRefused) {
