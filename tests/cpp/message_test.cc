@@ -1,5 +1,6 @@
 // Message (common/message.h): the wire encoding of request and response
-// lists: round trips, corruption, and the exact bytes of a small list.
+// lists (round trips, tuned parameters, corruption, the exact bytes of small
+// lists) and the request type names.
 #include <gtest/gtest.h>
 
 #include <cctype>
