@@ -41,6 +41,8 @@ struct Request {
   std::vector<int64_t> splits;  // alltoall: rows sent to each set rank
 };
 
+// The values of RequestType (ResponseTypeName relies on it), plus kError:
+// the two lists are kept side by side on purpose.
 enum class ResponseType : int32_t {
   kAllreduce = 0,
   kAllgather = 1,
