@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "devices/cpu/host_device.h"
-#include "devices/cpu/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 #include "devices/cpu/shm_ranges.h"
 #include "devices/cpu/shm_copy_modes.h"
 #include "devices/cpu/shm_stream_copy.h"
