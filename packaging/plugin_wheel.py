@@ -118,7 +118,7 @@ class PlatformWheel(bdist_wheel):
 
 class SdistWithSources(sdist):
     """An sdist that builds anywhere: it carries a copy of csrc/ in _csrc/ (the
-    plugins compile csrc/devices plus a few shared core files and headers)."""
+    plugins compile csrc/devices and csrc/kernels, and include core headers)."""
 
     def make_release_tree(self, base_dir, files):
         super().make_release_tree(base_dir, files)

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "common/util/half.h"
+#include "kernels/half.h"
 
 namespace hvda {
 namespace {

@@ -15,7 +15,7 @@
 #include "common/executor.h"
 #include "devices/cpu/gloo_backend.h"
 #include "devices/cpu/host_device.h"
-#include "devices/cpu/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 #include "devices/cpu/shm_backend.h"
 #include "multi_rank_harness.h"
 

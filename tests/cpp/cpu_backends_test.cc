@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "devices/cpu/gloo_backend.h"
-#include "devices/cpu/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 #include "devices/cpu/shm_backend.h"
 #include "multi_rank_harness.h"
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "common/util/half.h"
+#include "kernels/half.h"
 #include "float_bits_test_util.h"
 
 namespace hvda {

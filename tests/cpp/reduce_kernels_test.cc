@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "devices/cpu/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 #include "float_bits_test_util.h"
 
 namespace hvda {

@@ -1,4 +1,4 @@
-// OpenVendorLibrary (csrc/devices/ccl_runtime/vendor_api.h): which library a
+// OpenVendorLibrary (csrc/devices/cuda_like/vendor_api.h): which library a
 // vendor plugin opens for its runtime or collective library, against the
 // fixture libraries built by CMake.
 #include <dlfcn.h>
@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "devices/ccl_runtime/vendor_api.h"
+#include "devices/cuda_like/vendor_api.h"
 
 namespace hvda {
 namespace vendor {

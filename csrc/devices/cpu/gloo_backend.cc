@@ -12,7 +12,7 @@
 #include <gloo/broadcast.h>
 
 #include "common/transport/gloo_context.h"
-#include "devices/cpu/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 
 namespace hvda {
 namespace cpu {

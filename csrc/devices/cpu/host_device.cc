@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "devices/cpu/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 
 namespace hvda {
 namespace cpu {

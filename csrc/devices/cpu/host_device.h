@@ -1,5 +1,5 @@
 // The host (CPU) device: 64-byte aligned heap memory and kernels from
-// reduce_kernels.h that run at once on the calling thread. Its streams are
+// kernels/reduce_kernels.h that run at once on the calling thread. Its streams are
 // always drained and its events always complete (NOTE [Streams on the HAL]).
 // Stateless apart from its two member objects, so it is safe to use from
 // several threads, although the HAL does not require it.

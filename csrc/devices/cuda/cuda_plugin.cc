@@ -1,9 +1,9 @@
 // The CUDA plugin: the CUDA runtime and NCCL behind the shared CUDA-like
-// implementation (csrc/devices/ccl_runtime). Only names and values live
+// implementation (csrc/devices/cuda_like). Only names and values live
 // here; both libraries are dlopen()ed at init (HOROVOD_CUDA_RUNTIME_LIB,
 // HOROVOD_NCCL_LIB override the paths), so the plugin builds without the
 // CUDA toolkit and one build serves every CUDA 11/12/13 installation.
-#include "devices/ccl_runtime/make_plugin.h"
+#include "devices/cuda_like/make_plugin.h"
 
 namespace hvda {
 namespace vendor {

@@ -1,8 +1,8 @@
 // The Enflame GCU plugin: the TOPS runtime and ECCL behind the shared
-// CUDA-like implementation (csrc/devices/ccl_runtime). Only names and values
+// CUDA-like implementation (csrc/devices/cuda_like). Only names and values
 // live here; both libraries are dlopen()ed at init (HOROVOD_GCU_RUNTIME_LIB,
 // HOROVOD_ECCL_LIB override the paths), so the plugin builds without TOPS.
-#include "devices/ccl_runtime/make_plugin.h"
+#include "devices/cuda_like/make_plugin.h"
 
 namespace hvda {
 namespace vendor {

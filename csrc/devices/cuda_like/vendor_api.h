@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "devices/ccl_runtime/vendor_spec.h"
+#include "devices/cuda_like/vendor_spec.h"
 
 namespace hvda {
 namespace vendor {

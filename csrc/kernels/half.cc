@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-#include "common/util/half.h"
+#include "kernels/half.h"
 
 namespace hvda {
 namespace {

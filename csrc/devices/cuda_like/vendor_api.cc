@@ -1,4 +1,4 @@
-#include "devices/ccl_runtime/vendor_api.h"
+#include "devices/cuda_like/vendor_api.h"
 
 #include <dlfcn.h>
 

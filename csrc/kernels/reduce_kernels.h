@@ -1,23 +1,24 @@
-// Host reduction, scaling and 16-bit float conversion kernels.
+// Host reduction and scaling kernels, shared by the CPU device
+// (csrc/devices/cpu: host device, shm, gloo and MPI backends) and by the
+// vendor plugins' staged host work (csrc/devices/cuda_like/host_kernels.cc).
 //
-// Free functions used by the host device (ReduceInto, Scale) and by the shm
-// and gloo backends. All of them are synchronous, allocate nothing on the heap,
-// keep no state and are safe to call from any thread.
+// All of them are synchronous, allocate nothing on the heap, keep no state
+// and are safe to call from any thread.
 //
 // NOTE [16-bit floats]: float16 and bfloat16 are reduced and scaled in float32;
 // each result is rounded back once, to nearest with ties to even. Where the
 // CPU has F16C (checked at run time, never required at build time), float16
-// conversion uses it (common/util/half.h); the portable fallback gives
+// conversion uses it (kernels/half.h); the portable fallback gives
 // bit-identical results.
 #pragma once
 
 #include <cstdint>
 
 #include "common/dtype.h"
-#include "common/util/half.h"  // 16-bit float conversions
+#include "kernels/half.h"  // 16-bit float conversions
 
 namespace hvda {
-namespace cpu {
+namespace kernels {
 
 // Whether the kernels below implement (dtype, op): Sum, Min, Max and Product
 // over every dtype except bool.
@@ -41,6 +42,14 @@ void ReduceN(void* dst, const void* const* srcs, int n, int64_t count, DataType 
 // unless factor == 0 (then false).
 void Scale(void* buf, int64_t count, DataType dtype, double factor);
 
+}  // namespace kernels
 
+// The CPU device's code and tests name these unqualified from namespace cpu.
+namespace cpu {
+using kernels::IsReducible;
+using kernels::Reduce2;
+using kernels::ReduceN;
+using kernels::Scale;
 }  // namespace cpu
+
 }  // namespace hvda

@@ -1,5 +1,5 @@
-// float16 / bfloat16 <-> float32 conversions, shared by the core (Adasum)
-// and host kernels (csrc/devices/cpu). Round to nearest even; NaN stays NaN;
+// float16 / bfloat16 <-> float32 conversions, shared by the core (Adasum),
+// the host kernels (kernels/reduce_kernels.h) and the vendor plugins. Round to nearest even; NaN stays NaN;
 // overflow gives infinity. Where the CPU has F16C (checked at run time, never
 // required at build time) float16 bulk conversion uses it; the portable path
 // gives bit-identical results. Stateless and thread-safe.

@@ -2,8 +2,8 @@
 // device kernels of its own (no vendor compiler at build time), so scale and
 // reduce-into for types its collective library cannot do run on pinned host
 // copies from a host function enqueued on the stream (device_ops.cc). They
-// are the CPU device's kernels (devices/cpu/reduce_kernels.h), compiled into
-// the plugin, so the semantics are the HAL's exactly.
+// are the shared host kernels (kernels/reduce_kernels.h, the CPU device's
+// too), compiled into the plugin, so the semantics are the HAL's exactly.
 #pragma once
 
 #include <cstddef>

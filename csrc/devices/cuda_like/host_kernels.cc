@@ -1,10 +1,10 @@
-#include "devices/ccl_runtime/host_kernels.h"
+#include "devices/cuda_like/host_kernels.h"
 
 #include <cstring>
 
 #include "common/dtype.h"
-#include "common/util/half.h"
-#include "devices/cpu/reduce_kernels.h"
+#include "kernels/half.h"
+#include "kernels/reduce_kernels.h"
 
 namespace hvda {
 namespace vendor {
@@ -20,12 +20,12 @@ size_t DtypeSize(hvda_dtype dtype) {
 }
 
 void HostScale(void* buf, int64_t count, hvda_dtype dtype, double factor) {
-  cpu::Scale(buf, count, static_cast<DataType>(dtype), factor);
+  kernels::Scale(buf, count, static_cast<DataType>(dtype), factor);
 }
 
 void HostReduceInto(void* dst, const void* src, int64_t count, hvda_dtype dtype,
                     hvda_reduce_op op) {
-  cpu::Reduce2(dst, dst, src, count, static_cast<DataType>(dtype), static_cast<ReduceOp>(op));
+  kernels::Reduce2(dst, dst, src, count, static_cast<DataType>(dtype), static_cast<ReduceOp>(op));
 }
 
 void ScalarOf(double value, hvda_dtype dtype, void* out) {

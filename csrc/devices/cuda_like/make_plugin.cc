@@ -1,11 +1,11 @@
-#include "devices/ccl_runtime/make_plugin.h"
+#include "devices/cuda_like/make_plugin.h"
 
 #include <exception>
 #include <string>
 
-#include "devices/ccl_runtime/ccl_ops.h"
-#include "devices/ccl_runtime/device_ops.h"
-#include "devices/ccl_runtime/plugin_instance.h"
+#include "devices/cuda_like/ccl_ops.h"
+#include "devices/cuda_like/device_ops.h"
+#include "devices/cuda_like/plugin_instance.h"
 
 namespace hvda {
 namespace vendor {

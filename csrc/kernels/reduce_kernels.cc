@@ -4,7 +4,7 @@
 // in one function per dtype compiled twice (AVX2 and baseline) and chosen at
 // load time (target_clones), so -O3 vectorises both and the build needs no
 // -mavx2. 16-bit floats go through float32 in L1-sized blocks.
-#include "devices/cpu/reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,7 +14,7 @@
 #define HVDA_INLINE inline __attribute__((always_inline))
 
 namespace hvda {
-namespace cpu {
+namespace kernels {
 namespace {
 
 // Integer arithmetic is done in the unsigned type so that overflow wraps
@@ -216,5 +216,5 @@ void Scale(void* buf, int64_t count, DataType dtype, double factor) {
   }
 }
 
-}  // namespace cpu
+}  // namespace kernels
 }  // namespace hvda

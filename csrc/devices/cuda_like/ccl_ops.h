@@ -3,7 +3,7 @@
 // lifetime. allgatherv / alltoallv are set only when the vendor has them.
 #pragma once
 
-#include "devices/ccl_runtime/vendor_spec.h"
+#include "devices/cuda_like/vendor_spec.h"
 #include "horovod_accel/plugin.h"
 
 namespace hvda {

@@ -1,5 +1,5 @@
 // hvda_ccl_ops_v1 over an NCCL-like library (vendor_api.h).
-#include "devices/ccl_runtime/ccl_ops.h"
+#include "devices/cuda_like/ccl_ops.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -9,7 +9,7 @@
 #include <new>
 #include <thread>
 
-#include "devices/ccl_runtime/plugin_instance.h"
+#include "devices/cuda_like/plugin_instance.h"
 
 namespace hvda {
 namespace vendor {

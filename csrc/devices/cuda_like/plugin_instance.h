@@ -14,8 +14,8 @@
 #include <mutex>
 #include <string>
 
-#include "devices/ccl_runtime/vendor_api.h"
-#include "devices/ccl_runtime/vendor_spec.h"
+#include "devices/cuda_like/vendor_api.h"
+#include "devices/cuda_like/vendor_spec.h"
 #include "horovod_accel/plugin.h"
 
 namespace hvda {

@@ -1,12 +1,12 @@
 // hvda_device_ops_v1 over a CUDA-like runtime (vendor_api.h).
-#include "devices/ccl_runtime/device_ops.h"
+#include "devices/cuda_like/device_ops.h"
 
 #include <algorithm>
 #include <new>
 #include <utility>
 
-#include "devices/ccl_runtime/host_kernels.h"
-#include "devices/ccl_runtime/plugin_instance.h"
+#include "devices/cuda_like/host_kernels.h"
+#include "devices/cuda_like/plugin_instance.h"
 
 namespace hvda {
 namespace vendor {

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "devices/ccl_runtime/vendor_spec.h"
+#include "devices/cuda_like/vendor_spec.h"
 #include "horovod_accel/plugin.h"
 
 namespace hvda {

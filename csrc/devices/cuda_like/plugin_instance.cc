@@ -1,4 +1,4 @@
-#include "devices/ccl_runtime/plugin_instance.h"
+#include "devices/cuda_like/plugin_instance.h"
 
 namespace hvda {
 namespace vendor {
