@@ -1,4 +1,4 @@
-// 16-bit float conversion (common/util/half.h): half (the portable path
+// 16-bit float conversion (kernels/half.h): half (the portable path
 // against the bulk one, F16C where present, and an exact reference) and
 // bfloat16 rounding.
 #include <gtest/gtest.h>
