@@ -1,4 +1,4 @@
-// The CPU reduce and scale kernels (devices/cpu/reduce_kernels.h): integer
+// The host reduce and scale kernels (kernels/reduce_kernels.h): integer
 // truncation, exact float scaling, upstream's scale-factor contract,
 // reduction ops and 16-bit accumulation.
 #include <gtest/gtest.h>
