@@ -18,6 +18,9 @@ import secrets
 import socket
 import sys
 
+from horovod_accel.rendezvous import network
+from horovod_accel.rendezvous.server import RendezvousStoreServer
+
 # Sonames of each ABI family's library, in the order they are tried.
 _LIBRARIES = {
     "openmpi": ("libmpi.so.40",),
@@ -270,7 +273,6 @@ def _store_address(root, same_host, rank):
 
 
 def _root_addresses():
-    from horovod_accel.runner import network  # noqa: PLC0415 (runner is optional here)
     iface = os.environ.get("HOROVOD_GLOO_IFACE")
     if iface:
         return [network.interface_ipv4(iface)]
@@ -303,7 +305,6 @@ def bootstrap(comm=None):
     world_id = mpi.rank(world)
     payload = None
     if rank == 0:
-        from horovod_accel.runner.store_server import RendezvousStoreServer  # noqa: PLC0415
         secret = secrets.token_hex(16)
         server = RendezvousStoreServer(secret, host="0.0.0.0")
         port = server.start()
