@@ -29,7 +29,6 @@ _LIBRARIES = {
 _NAMES = {"openmpi": "Open MPI", "mpich": "MPICH"}
 _DEV_PACKAGES = {"openmpi": "libopenmpi-dev", "mpich": "libmpich-dev"}
 THREAD_MULTIPLE = 3  # the shim's numbering of MPI thread levels (MPI's order)
-SHIM_ABI = 2  # HVDA_MPI_SHIM_ABI of csrc/mpi/hvda_mpi_shim.h
 
 
 class MpiError(RuntimeError):
@@ -103,9 +102,11 @@ class Mpi:
                            f"of the mpirun you launch with.")
         self._shim = ctypes.CDLL(shim)
         self.shim_path = shim
+        # The core's compiled HVDA_MPI_SHIM_ABI (hvd.init() has loaded the core).
+        from horovod_accel import _core  # noqa: PLC0415
         abi = self._shim.hvda_mpi_shim_abi()
-        if abi != SHIM_ABI:
-            raise MpiError(f"{shim} has ABI {abi}, this horovod_accel needs {SHIM_ABI} "
+        if abi != _core.MPI_SHIM_ABI:
+            raise MpiError(f"{shim} has ABI {abi}, this horovod_accel needs {_core.MPI_SHIM_ABI} "
                            f"(csrc/mpi/hvda_mpi_shim.h); reinstall horovod_accel.")
         self._owns_init = False
 
