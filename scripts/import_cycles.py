@@ -6,8 +6,8 @@ and builds the graph module -> imported module, restricted to the packages
 scanned. An edge to `pkg.mod` also stands for the import of its parent
 packages (`pkg/__init__.py` runs first), except an edge from inside `pkg`.
 Prints the strongly connected components with more than one module and exits
-1 when there is one. tests/python/test_layering.py uses `import_graph` and
-`cycles`.
+1 when there is one. tests/python/test_layering.py uses `imports`,
+`import_graph` and `cycles`.
 
     python scripts/import_cycles.py [ROOT]
 """
@@ -39,30 +39,41 @@ def _resolve(module, is_package, node):
     return [base] + [f"{base}.{alias.name}" for alias in node.names]
 
 
-def import_graph(root):
-    """{module: {imported module, ...}} for the packages under `root`, and
+def imports(root):
+    """{module: {absolute name of every module it imports, ...}} for every
+    module of the packages under `root` (relative imports resolved; a
+    `from pkg import name` counts as importing pkg and pkg.name), and
     {module: path}."""
     root = Path(root)
     paths = {}
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             paths[_module_name(root, path)] = path
-    graph = {}
+    names = {}
     for module, path in paths.items():
         is_package = path.name == "__init__.py"
+        names[module] = {name for node in ast.walk(ast.parse(path.read_text(), str(path)))
+                         if isinstance(node, (ast.Import, ast.ImportFrom))
+                         for name in _resolve(module, is_package, node)}
+    return names, paths
+
+
+def import_graph(root):
+    """{module: {imported module, ...}} restricted to the packages under
+    `root`, and {module: path}."""
+    names, paths = imports(root)
+    graph = {}
+    for module, imported in names.items():
         edges = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
-                continue
-            for name in _resolve(module, is_package, node):
-                # The named module and each package above it that is not
-                # one the importer is itself inside (those are already running).
-                parts = name.split(".")
-                for i in range(len(parts), 0, -1):
-                    target = ".".join(parts[:i])
-                    if target in paths and target != module and \
-                            not (module + ".").startswith(target + "."):
-                        edges.add(target)
+        for name in imported:
+            # The named module and each package above it, except those the
+            # importer is itself inside (they are already running).
+            parts = name.split(".")
+            for i in range(len(parts), 0, -1):
+                target = ".".join(parts[:i])
+                if target in paths and target != module and \
+                        not (module + ".").startswith(target + "."):
+                    edges.add(target)
         graph[module] = edges
     return graph, paths
 
