@@ -4,7 +4,8 @@ Parses every module with `ast` (no import runs), takes each `import` and
 `from ... import` it contains -- module level and inside functions alike --
 and builds the graph module -> imported module, restricted to the packages
 scanned. An edge to `pkg.mod` also stands for the import of its parent
-packages (`pkg/__init__.py` runs first), except an edge from inside `pkg`.
+packages (`pkg/__init__.py` runs first), except an edge from inside `pkg`;
+`horovod.X` (the alias package) stands for `horovod_accel.X`.
 Prints the strongly connected components with more than one module and exits
 1 when there is one. tests/python/test_layering.py uses `imports`,
 `import_graph` and `cycles`.
@@ -66,6 +67,8 @@ def import_graph(root):
     for module, imported in names.items():
         edges = set()
         for name in imported:
+            if name.startswith("horovod."):     # the alias imports horovod_accel.<rest>
+                name = "horovod_accel" + name[len("horovod"):]
             # The named module and each package above it, except those the
             # importer is itself inside (they are already running).
             parts = name.split(".")
