@@ -5,6 +5,7 @@
 
 #include "common/dtype.h"
 #include "common/util/config.h"
+#include "mpi/hvda_mpi_shim.h"
 #include "python/bindings.h"
 #include "python/enqueue_args.h"
 
@@ -64,6 +65,8 @@ PYBIND11_MODULE(_core, m) {
   m.attr("OP_MIN") = static_cast<int>(ReduceOp::kMin);
   m.attr("OP_MAX") = static_cast<int>(ReduceOp::kMax);
   m.attr("OP_PRODUCT") = static_cast<int>(ReduceOp::kProduct);
+  // The shim ABI this core was built for; common/mpi.py checks the shim against it.
+  m.attr("MPI_SHIM_ABI") = HVDA_MPI_SHIM_ABI;
   m.def("build_info", &python::BuildInfo, "What this build contains (for --check-build).");
   m.def("config_table", &python::ConfigTable,
         "Every HOROVOD_* setting the core reads: (env var, default, doc).");

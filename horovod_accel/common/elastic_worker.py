@@ -10,6 +10,7 @@ State.commit(); its store connection is its own.
 import os
 
 from horovod_accel.common import elastic_protocol as proto
+from horovod_accel.rendezvous.client import StoreClient, StoreError, StoreTimeoutError
 
 
 class WorkerRemoved(Exception):
@@ -34,7 +35,6 @@ class ElasticWorker:
 
     def _client(self):
         if self._store is None:
-            from horovod_accel.runner.store_client import StoreClient  # noqa: PLC0415
             self._store = StoreClient.from_env()
         return self._store
 
@@ -44,7 +44,6 @@ class ElasticWorker:
         ..., the round). A survivor first tells the driver it is ready.
         Raises WorkerRemoved if the driver dropped this worker, RuntimeError if
         the driver is unreachable or never forms the round."""
-        from horovod_accel.runner.store_client import StoreError, StoreTimeoutError  # noqa: PLC0415
         store = self._client()
         if self.round == 0:
             target = self._spawn_round
@@ -77,7 +76,6 @@ class ElasticWorker:
         """(pending, added): whether the driver announced a host change since
         this worker's round was formed, and whether any such change added
         hosts (else the survivors may skip the state sync). One store read."""
-        from horovod_accel.runner.store_client import StoreTimeoutError  # noqa: PLC0415
         try:
             value = self._client().get(proto.HOSTS_EVENT_KEY, timeout=0)
         except StoreTimeoutError:

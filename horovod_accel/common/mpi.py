@@ -18,6 +18,9 @@ import secrets
 import socket
 import sys
 
+from horovod_accel.rendezvous import network
+from horovod_accel.rendezvous.server import RendezvousStoreServer
+
 # Sonames of each ABI family's library, in the order they are tried.
 _LIBRARIES = {
     "openmpi": ("libmpi.so.40",),
@@ -26,7 +29,6 @@ _LIBRARIES = {
 _NAMES = {"openmpi": "Open MPI", "mpich": "MPICH"}
 _DEV_PACKAGES = {"openmpi": "libopenmpi-dev", "mpich": "libmpich-dev"}
 THREAD_MULTIPLE = 3  # the shim's numbering of MPI thread levels (MPI's order)
-SHIM_ABI = 2  # HVDA_MPI_SHIM_ABI of csrc/mpi/hvda_mpi_shim.h
 
 
 class MpiError(RuntimeError):
@@ -100,9 +102,11 @@ class Mpi:
                            f"of the mpirun you launch with.")
         self._shim = ctypes.CDLL(shim)
         self.shim_path = shim
+        # The core's compiled HVDA_MPI_SHIM_ABI (hvd.init() has loaded the core).
+        from horovod_accel import _core  # noqa: PLC0415
         abi = self._shim.hvda_mpi_shim_abi()
-        if abi != SHIM_ABI:
-            raise MpiError(f"{shim} has ABI {abi}, this horovod_accel needs {SHIM_ABI} "
+        if abi != _core.MPI_SHIM_ABI:
+            raise MpiError(f"{shim} has ABI {abi}, this horovod_accel needs {_core.MPI_SHIM_ABI} "
                            f"(csrc/mpi/hvda_mpi_shim.h); reinstall horovod_accel.")
         self._owns_init = False
 
@@ -270,7 +274,6 @@ def _store_address(root, same_host, rank):
 
 
 def _root_addresses():
-    from horovod_accel.runner import network  # noqa: PLC0415 (runner is optional here)
     iface = os.environ.get("HOROVOD_GLOO_IFACE")
     if iface:
         return [network.interface_ipv4(iface)]
@@ -303,7 +306,6 @@ def bootstrap(comm=None):
     world_id = mpi.rank(world)
     payload = None
     if rank == 0:
-        from horovod_accel.runner.store_server import RendezvousStoreServer  # noqa: PLC0415
         secret = secrets.token_hex(16)
         server = RendezvousStoreServer(secret, host="0.0.0.0")
         port = server.start()

@@ -1,4 +1,6 @@
-"""horovod.keras for Keras 3: `import horovod.keras as hvd`.
+"""Upstream's `horovod.keras` for Keras 3, imported by users
+(`import horovod.keras as hvd`): the TensorFlow or the PyTorch Keras API,
+whichever KERAS_BACKEND selects.
 
 Keras 3 is multi-backend, so this package follows KERAS_BACKEND (read when
 it is imported): "tensorflow" (the default) gives exactly

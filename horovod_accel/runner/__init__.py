@@ -1,14 +1,14 @@
-"""horovod_accel's launcher: `horovodrun` (launch.py) and its rendezvous store.
+"""horovod_accel's launcher: `horovodrun` (launch.py) and `horovod.run`.
+
+The rendezvous store it serves to its ranks (server, client, wire protocol,
+network helpers) is the package horovod_accel/rendezvous/, shared with the
+core path (MPI bootstrap, elastic workers).
 
 Modules, one purpose each:
   launch.py          entry point: plans the job, starts the store, runs the job
   args.py            the command line (upstream's flags)
   tunables.py        tuneable flags -> HOROVOD_* variables
   hosts.py           -H / --hostfile parsing and rank-to-slot assignment
-  network.py         local-host detection, store address for remote hosts
-  store_protocol.py  the store's wire protocol (documented there)
-  store_server.py    the store served by horovodrun
-  store_client.py    a Python client of the store
   rank_process.py    starting one rank (local or ssh) and its environment
   output.py          prefixing/forwarding rank output, --output-filename
   job.py             watching ranks, fail-fast stop, failure report
@@ -16,6 +16,7 @@ Modules, one purpose each:
   run_api.py         `horovod.run(func, ...)` / `horovod.runner.run`: runs a
                      function on every rank of a new job, returns the results
   run_task.py        one rank of such a job (`python -m ...run_task`)
+  elastic/           the elastic driver (--min-np/--max-np, host discovery)
   util/              upstream's horovod.runner.util helpers (threads)
 
 `run` is imported on first use (module __getattr__), so importing this

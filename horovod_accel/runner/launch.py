@@ -3,7 +3,7 @@
 
     horovodrun -np 4 -H host1:2,host2:2 python train.py
 
-Starts the rendezvous store (store_server.py), one process per rank (local
+Starts the rendezvous store (horovod_accel/rendezvous/server.py), one process per rank (local
 or over ssh) with the HOROVOD_* environment below, forwards their output and
 stops the whole job when one rank fails (job.py).
 
@@ -21,11 +21,12 @@ import os
 import secrets
 import sys
 
+from horovod_accel.rendezvous import network
+from horovod_accel.rendezvous.server import RendezvousStoreServer
 from horovod_accel.runner import args as args_mod
 from horovod_accel.runner import hosts as hosts_mod
-from horovod_accel.runner import job, mpi_launch, network, output, tunables
+from horovod_accel.runner import job, mpi_launch, output, tunables
 from horovod_accel.runner.check_build import check_build
-from horovod_accel.runner.store_server import RendezvousStoreServer
 
 
 class UsageError(ValueError):

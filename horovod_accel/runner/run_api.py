@@ -110,7 +110,7 @@ def _payload(func, args, kwargs):
 
 
 def _read_records(store, size):
-    from horovod_accel.runner.store_client import StoreTimeoutError  # noqa: PLC0415
+    from horovod_accel.rendezvous.client import StoreTimeoutError  # noqa: PLC0415
     records = {}
     for rank in range(size):
         try:
@@ -182,8 +182,8 @@ def _results(records, size, hostnames):
 
 def _run_gloo(a, env, payload):
     from horovod_accel.runner import job, launch  # noqa: PLC0415
-    from horovod_accel.runner.store_client import StoreClient  # noqa: PLC0415
-    from horovod_accel.runner.store_server import RendezvousStoreServer  # noqa: PLC0415
+    from horovod_accel.rendezvous.client import StoreClient  # noqa: PLC0415
+    from horovod_accel.rendezvous.server import RendezvousStoreServer  # noqa: PLC0415
     slots, local, bind, store_addr = launch.plan(a)
     launch._choose_gloo_iface(env, store_addr, local, a.verbose)  # noqa: SLF001 - as horovodrun
     start_timeout = launch._start_timeout(a)  # noqa: SLF001
@@ -224,7 +224,7 @@ def _run_elastic(a, env, payload):
     """Elastic horovod.run (horovodrun's elastic driver): the results of the
     last round's ranks, in rank order."""
     from horovod_accel.runner import launch  # noqa: PLC0415
-    from horovod_accel.runner.store_client import StoreClient  # noqa: PLC0415
+    from horovod_accel.rendezvous.client import StoreClient  # noqa: PLC0415
     out = {}
 
     def prepare(server):
@@ -251,8 +251,8 @@ def _run_elastic(a, env, payload):
 
 def _run_mpi(a, env, payload):
     from horovod_accel.runner import launch, mpi_launch  # noqa: PLC0415
-    from horovod_accel.runner.store_client import StoreClient  # noqa: PLC0415
-    from horovod_accel.runner.store_server import RendezvousStoreServer  # noqa: PLC0415
+    from horovod_accel.rendezvous.client import StoreClient  # noqa: PLC0415
+    from horovod_accel.rendezvous.server import RendezvousStoreServer  # noqa: PLC0415
     _, local, bind, store_addr = launch.plan(a)  # checks hosts and num_proc
     remote = [h for h in store_addr if h not in local]
     # One address for every rank (mpirun starts them all with one environment):

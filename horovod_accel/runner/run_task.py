@@ -99,7 +99,7 @@ def rank_from_env():
 
 def _store_opener():
     """A function that connects to the store holding the call (see the module doc)."""
-    from horovod_accel.runner.store_client import StoreClient  # noqa: PLC0415
+    from horovod_accel.rendezvous.client import StoreClient  # noqa: PLC0415
     addr = os.environ.get(STORE_ENV)
     if not addr:
         return StoreClient.from_env

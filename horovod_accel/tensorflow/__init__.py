@@ -2,7 +2,8 @@
 (`import horovod.tensorflow as hvd`), for TensorFlow 2.x in eager mode,
 inside tf.function and in TF1 graphs (tf.compat.v1).
 
-Layers: mpi_ops.py (the op library: ops, basics, process sets), then what
+Layers: mpi_ops.py (the op library: ops, basics, process sets) and
+op_gradients.py (their gradients, registered with TF on import), then what
 this package adds above it -- reductions.py (public allreduce & co. with
 compression and tf.IndexedSlices), functions.py (variable and object
 broadcasts, BroadcastGlobalVariablesHook), gradient_tape.py, optimizer.py
@@ -16,6 +17,7 @@ from horovod_accel.tensorflow.functions import (BroadcastGlobalVariablesHook, al
                                                 broadcast_object_fn, broadcast_variables)
 from horovod_accel.tensorflow.gradient_tape import (DistributedGradientTape,
                                                     PartialDistributedGradientTape)
+from horovod_accel.tensorflow import op_gradients  # noqa: F401 -- registers the ops' gradients
 from horovod_accel.tensorflow.mpi_ops import (  # noqa: F401 -- the op layer, re-exported
     Adasum, Average, HorovodInternalError, Max, Min, Product, ProcessSet, Sum, add_process_set,
     allgather, alltoall, barrier, broadcast, broadcast_, ccl_built, cross_rank, cross_size,

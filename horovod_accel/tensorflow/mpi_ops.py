@@ -1,5 +1,6 @@
-"""Upstream's `horovod.tensorflow.mpi_ops`: the TensorFlow collective ops, their
-gradients, and the basic API (init, size, rank, ...).
+"""Upstream's `horovod.tensorflow.mpi_ops`: the TensorFlow collective ops and
+the basic API (init, size, rank, ...). Their gradients are registered by
+op_gradients.py, which the package's __init__ imports.
 
 The ops are real TensorFlow graph ops with async CPU kernels from the op
 library `libhvda_tf_ops.so` (csrc/tensorflow/, built against TensorFlow's C
@@ -24,17 +25,16 @@ import os
 import re
 
 import tensorflow as tf
-from tensorflow.python.framework import ops as _tf_ops
 
-from horovod_accel.common.basics import HorovodBasics as _HorovodBasics
+from horovod_accel.common import basic_names as _basic_names
+from horovod_accel.common.basic_names import *  # noqa: F401,F403 (upstream's basics, re-exported)
+from horovod_accel.common.basic_names import Sum, is_homogeneous  # noqa: F401 (used; upstream API)
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME as _DEFAULT_RUNTIME
 from horovod_accel.common.exceptions import HorovodInternalError  # noqa: F401 (re-export)
 from horovod_accel.common.handles import HANDLES as _HANDLES
 from horovod_accel.common.process_sets import (ProcessSet, add_process_set, global_process_set,
                                                remove_process_set)
 from horovod_accel.common.process_sets import registered_id as _ps_id
-from horovod_accel.common.util import check_num_rank_power_of_2  # noqa: F401 (upstream API)
-from horovod_accel.common.util import get_average_backwards_compatibility_fun
 
 _LIB_FILE = "libhvda_tf_ops.so"
 _BUILD_HINT = ("Every build includes it unless HVDA_BUILD_TENSORFLOW=OFF: reinstall horovod_accel, "
@@ -65,41 +65,6 @@ def _load_library():
 
 
 MPI_LIB = _load_library()
-_basics = _HorovodBasics()
-
-# ---------------------------------------------------------------- basics
-init = _basics.init
-shutdown = _basics.shutdown
-is_initialized = _basics.is_initialized
-start_timeline = _basics.start_timeline
-stop_timeline = _basics.stop_timeline
-size = _basics.size
-local_size = _basics.local_size
-cross_size = _basics.cross_size
-rank = _basics.rank
-local_rank = _basics.local_rank
-cross_rank = _basics.cross_rank
-is_homogeneous = _basics.is_homogeneous
-mpi_threads_supported = _basics.mpi_threads_supported
-mpi_enabled = _basics.mpi_enabled
-mpi_built = _basics.mpi_built
-gloo_enabled = _basics.gloo_enabled
-gloo_built = _basics.gloo_built
-nccl_built = _basics.nccl_built
-ddl_built = _basics.ddl_built
-ccl_built = _basics.ccl_built
-cuda_built = _basics.cuda_built
-rocm_built = _basics.rocm_built
-
-Average = _basics.Average
-Sum = _basics.Sum
-Adasum = _basics.Adasum
-Min = _basics.Min
-Max = _basics.Max
-Product = _basics.Product
-
-handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(_basics)
-
 
 def _executing_eagerly():
     """True in eager mode (upstream's helper; False inside tf.function and TF1 graphs)."""
@@ -328,17 +293,8 @@ def process_set_included_op(process_set_id=0, name=None):
     return MPI_LIB.horovod_process_set_included(process_set_id=process_set_id, name=name)
 
 
-# ---------------------------------------------------------------- gradients
-# Registered at import; TF calls them in graph mode and under GradientTape.
-
-from horovod_accel.tensorflow import mpi_grads as _mpi_grads  # noqa: E402,F401
-
-__all__ = [
-    "init", "shutdown", "is_initialized", "start_timeline", "stop_timeline", "size", "local_size",
-    "cross_size", "rank", "local_rank", "cross_rank", "is_homogeneous", "mpi_threads_supported",
-    "mpi_enabled", "mpi_built", "gloo_enabled", "gloo_built", "nccl_built", "ddl_built",
-    "ccl_built", "cuda_built", "rocm_built",
-    "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "global_process_set",
+__all__ = _basic_names.BASICS + ["is_homogeneous"] + _basic_names.REDUCE_OPS + [
+    "ProcessSet", "global_process_set",
     "add_process_set", "remove_process_set", "HorovodInternalError",
     "handle_average_backwards_compatibility", "check_num_rank_power_of_2",
     "allreduce", "grouped_allreduce", "allgather", "grouped_allgather", "broadcast", "broadcast_",

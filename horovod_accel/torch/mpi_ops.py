@@ -1,22 +1,20 @@
 """Upstream's `horovod.torch.mpi_ops`: every torch collective plus the basic API.
 
 The ops live in ops_allreduce.py, ops_gather.py and ops_alltoall.py; this
-module gathers them under upstream's module name, binds the basics
-(init, size, rank, build flags, ...) as module functions as upstream does,
-and adds `join` and `barrier`.
+module gathers them under upstream's module name, re-exports the basics
+(init, size, rank, build flags, ...; bound in common/basic_names.py) as
+module functions as upstream does, and adds `join` and `barrier`.
 
 Like upstream, `is_homogeneous` is not re-exported here (use
 `horovod.common.basics.HorovodBasics().is_homogeneous()`).
 """
-from horovod_accel.common.basics import HorovodBasics as _HorovodBasics
+from horovod_accel.common import basic_names as _basic_names
+from horovod_accel.common.basic_names import *  # noqa: F401,F403 (upstream's basics, re-exported)
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME as _DEFAULT_RUNTIME
 from horovod_accel.common.exceptions import HorovodInternalError
 from horovod_accel.common.process_sets import (ProcessSet, add_process_set, global_process_set,
                                                remove_process_set)
-from horovod_accel.common.util import check_num_rank_power_of_2  # noqa: F401 (upstream API)
-from horovod_accel.common.util import get_average_backwards_compatibility_fun
 from horovod_accel.common.process_sets import registered_id
-from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
 from horovod_accel.common.handles import HANDLES as _HANDLES
 from horovod_accel.common.handles import poll, submit_internal as _submit, synchronize
@@ -30,42 +28,6 @@ from horovod_accel.torch.ops_alltoall import (alltoall, alltoall_async, grouped_
 from horovod_accel.torch.ops_gather import (allgather, allgather_async, broadcast, broadcast_,
                                             broadcast_async, broadcast_async_, grouped_allgather,
                                             grouped_allgather_async, sparse_allreduce_async)
-
-_basics = _HorovodBasics()
-
-# ---------------------------------------------------------------- basics
-init = _basics.init
-shutdown = _basics.shutdown
-is_initialized = _basics.is_initialized
-start_timeline = _basics.start_timeline
-stop_timeline = _basics.stop_timeline
-size = _basics.size
-local_size = _basics.local_size
-cross_size = _basics.cross_size
-rank = _basics.rank
-local_rank = _basics.local_rank
-cross_rank = _basics.cross_rank
-mpi_threads_supported = _basics.mpi_threads_supported
-mpi_enabled = _basics.mpi_enabled
-mpi_built = _basics.mpi_built
-gloo_enabled = _basics.gloo_enabled
-gloo_built = _basics.gloo_built
-nccl_built = _basics.nccl_built
-ddl_built = _basics.ddl_built
-ccl_built = _basics.ccl_built
-cuda_built = _basics.cuda_built
-rocm_built = _basics.rocm_built
-
-# ---------------------------------------------------------------- reduction ops
-Average = _basics.Average
-Sum = _basics.Sum
-Adasum = _basics.Adasum
-Min = _basics.Min
-Max = _basics.Max
-Product = _basics.Product
-
-handle_average_backwards_compatibility = get_average_backwards_compatibility_fun(_basics)
-
 
 # ---------------------------------------------------------------- join / barrier
 
@@ -100,14 +62,9 @@ def barrier(process_set=global_process_set):
     synchronize(handle)
 
 
-__all__ = [
-    # basics
-    "init", "shutdown", "is_initialized", "start_timeline", "stop_timeline", "size", "local_size",
-    "cross_size", "rank", "local_rank", "cross_rank", "mpi_threads_supported", "mpi_enabled",
-    "mpi_built", "gloo_enabled", "gloo_built", "nccl_built", "ddl_built", "ccl_built",
-    "cuda_built", "rocm_built",
-    # constants, process sets, errors
-    "Average", "Sum", "Adasum", "Min", "Max", "Product", "ProcessSet", "global_process_set",
+__all__ = _basic_names.BASICS + _basic_names.REDUCE_OPS + [
+    # process sets, errors
+    "ProcessSet", "global_process_set",
     "add_process_set", "remove_process_set", "HorovodInternalError", "Compression",
     # ops
     "allreduce", "allreduce_async", "allreduce_", "allreduce_async_", "grouped_allreduce",

@@ -20,7 +20,8 @@ Sparse gradients go through `sparse_allreduce_async` (two allgathers) unless
 
 `op=Adasum` with more than one rank dispatches to the delta-based Adasum
 optimizer (optimizer_adasum.py), like upstream; with one rank it is this
-class with an identity reduction.
+class with an identity reduction. What both share (wrapping, parameter
+names, hooks) is in optimizer_base.py.
 
 Differences from upstream (docs/compat.md): `zero_grad(set_to_none=...)` is
 accepted; wrapping keeps the optimizer's `defaults` and state.
@@ -30,7 +31,6 @@ except `synchronize()` (and `step()`, which calls it).
 """
 import os
 import warnings
-import weakref
 from contextlib import contextmanager
 
 import torch
@@ -41,29 +41,15 @@ from horovod_accel.torch.compression import Compression
 from horovod_accel.torch.mpi_ops import (Adasum, Average, Sum, allreduce_async_,
                                          global_process_set, grouped_allreduce_async_, size,
                                          sparse_allreduce_async, synchronize)
-
-# torch >= 2.1 has a hook that fires after the gradient is accumulated into
-# p.grad; older versions hook the AccumulateGrad node (upstream's way).
-_HAS_POST_ACCUMULATE_HOOK = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
+from horovod_accel.torch.optimizer_adasum import _DistributedAdasumOptimizer
+from horovod_accel.torch.optimizer_base import (ERR_TOO_MANY_PASSES, ERR_ZERO_GRAD_IN_FLIGHT,
+                                                WrappedOptimizer, check_passes, parameter_names,
+                                                register_hooks, wrap)
 
 _WARN_STEP_AFTER_SYNCHRONIZE = (
     "optimizer.step() called without optimizer.skip_synchronize() context after "
     "optimizer.synchronize(). This can cause training slowdown. You may want to consider "
     "using optimizer.skip_synchronize() context if you use optimizer.synchronize() in your code.")
-_ERR_TOO_MANY_PASSES = (
-    "Gradients were computed more than backward_passes_per_step times before call to step(). "
-    "Increase backward_passes_per_step to accumulate gradients locally.")
-_ERR_ZERO_GRAD_IN_FLIGHT = (
-    "optimizer.zero_grad() was called after loss.backward() but before optimizer.step() or "
-    "optimizer.synchronize(). This is prohibited as it can cause a race condition.")
-
-
-class _WrappedOptimizer:
-    """Marker base of the mixins DistributedOptimizer puts in front of a
-    torch optimizer's class (this module's and optimizer_adasum.py's)."""
-
-
-_check_passes = _args.check_backward_passes
 
 
 def _describe(p):
@@ -71,20 +57,7 @@ def _describe(p):
     return p.numel() * p.element_size(), (p.dtype, p.device)
 
 
-def _wrap(optimizer, mixin):
-    """An instance of a dynamic subclass (mixin, type(optimizer)) -- so
-    isinstance(result, type(optimizer)) holds -- sharing optimizer's
-    param_groups, defaults, state and hooks (upstream re-ran __init__, which
-    lost `defaults` and any loaded state). An instance-level `step` (an LR
-    scheduler wraps the bound method of the optimizer it was given) would
-    bypass the mixin's step, so it is not copied. The caller runs _hvd_setup."""
-    cls = type(optimizer.__class__.__name__, (mixin, optimizer.__class__), {})
-    wrapped = cls.__new__(cls)
-    wrapped.__dict__.update({k: v for k, v in optimizer.__dict__.items() if k != "step"})
-    return wrapped
-
-
-class _DistributedOptimizer(_WrappedOptimizer):
+class _DistributedOptimizer(WrappedOptimizer):
     """Mixin placed in front of the wrapped optimizer's class; see the module
     docstring. Attributes of its own are prefixed `_hvd_` (upstream's public
     ones keep their names: backward_passes_per_step, op, process_set, ...)."""
@@ -101,7 +74,7 @@ class _DistributedOptimizer(_WrappedOptimizer):
         self._hvd_prescale, self._hvd_postscale = _args.predivide_scales(
             op, gradient_predivide_factor)
 
-        self._parameter_names = _parameter_names(self.param_groups, named_parameters)
+        self._parameter_names = parameter_names(self.param_groups, named_parameters)
         params = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
         _buckets.validate_groups(groups, lambda p: isinstance(p, torch.Tensor), "torch.Tensor")
         self._hvd_buckets = _buckets.plan_buckets(
@@ -119,14 +92,14 @@ class _DistributedOptimizer(_WrappedOptimizer):
         self._hvd_hooked = bool(process_set.included()) and (process_set.size() > 1 or elastic)
         self.set_backward_passes_per_step(backward_passes_per_step)
         if self._hvd_hooked:
-            _register_hooks(self, params)
+            register_hooks(self, params)
 
     # ------------------------------------------------------------ public API
 
     def set_backward_passes_per_step(self, passes):
         """Reduce gradients every `passes` backward passes (accumulating
         locally in between); restarts the count for every parameter."""
-        _check_passes(passes)
+        check_passes(passes)
         self.backward_passes_per_step = passes
         self._hvd_full_delay = dict.fromkeys(self._hvd_bucket_of, passes)
         self._hvd_delay = dict(self._hvd_full_delay)
@@ -174,7 +147,7 @@ class _DistributedOptimizer(_WrappedOptimizer):
         AssertionError while gradients are being reduced; a partial
         accumulation (fewer than backward_passes_per_step passes) restarts."""
         if self._hvd_submitted:
-            raise AssertionError(_ERR_ZERO_GRAD_IN_FLIGHT)
+            raise AssertionError(ERR_ZERO_GRAD_IN_FLIGHT)
         if self._hvd_started:
             self._hvd_reset()
         return super().zero_grad(set_to_none=set_to_none)
@@ -194,7 +167,7 @@ class _DistributedOptimizer(_WrappedOptimizer):
         self._synchronized = False    # new gradients: the next step() must reduce them
         delay = self._hvd_delay[p]
         if delay <= 0:
-            raise AssertionError(_ERR_TOO_MANY_PASSES)
+            raise AssertionError(ERR_TOO_MANY_PASSES)
         delay -= 1
         self._hvd_delay[p] = delay
         if delay == 0:
@@ -273,57 +246,6 @@ class _DistributedOptimizer(_WrappedOptimizer):
         self._hvd_started = False
 
 
-def _parameter_names(param_groups, named_parameters):
-    """dict parameter -> unique name; upstream's validation and messages."""
-    if named_parameters is None:
-        return {p: f"allreduce.noname.{i}.{j}"
-                for i, group in enumerate(param_groups) for j, p in enumerate(group["params"])}
-    named_parameters = list(named_parameters)
-    if any(not isinstance(p, tuple) for p in named_parameters):
-        raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
-                         "usually produced by model.named_parameters().")
-    seen, dups = set(), set()
-    for name, _ in named_parameters:
-        (dups if name in seen else seen).add(name)
-    if dups:
-        raise ValueError("Parameter names in named_parameters must be unique. "
-                         "Found duplicates: %s" % ", ".join(sorted(dups)))
-    names = {p: name for name, p in named_parameters}
-    unnamed = [p for group in param_groups for p in group["params"] if p not in names]
-    if unnamed:
-        raise ValueError("named_parameters was specified, but one or more model parameters were "
-                         "not named. Python object ids: %s" % ", ".join(str(id(p)) for p in unnamed))
-    return names
-
-
-def _register_hooks(optimizer, params):
-    """Hooks every parameter's gradient accumulation. The hooks hold the
-    optimizer weakly and are removed when it is garbage collected, so a
-    discarded DistributedOptimizer stops reducing."""
-    ref = weakref.ref(optimizer)
-
-    def on_grad_ready(p):
-        opt = ref()
-        if opt is not None:
-            opt._hvd_grad_ready(p)
-
-    keep = []
-    for p in params:
-        if _HAS_POST_ACCUMULATE_HOOK:
-            keep.append(p.register_post_accumulate_grad_hook(on_grad_ready))
-        else:
-            accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
-            keep.append(accumulator.register_hook(lambda *_, p=p: on_grad_ready(p)))
-            keep.append(accumulator)     # the node must outlive the hook
-    weakref.finalize(optimizer, _remove_hooks, keep)
-
-
-def _remove_hooks(keep):
-    for item in keep:
-        if hasattr(item, "remove"):
-            item.remove()
-
-
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False,
@@ -347,7 +269,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         `num_groups` is the deprecated alias.
     sparse_as_dense: reduce sparse gradients densely instead of by allgather.
     """
-    if isinstance(optimizer, _WrappedOptimizer):
+    if isinstance(optimizer, WrappedOptimizer):
         raise ValueError("optimizer is already a DistributedOptimizer; wrap the plain torch "
                          "optimizer once.")
     _args.check_predivide(op, gradient_predivide_factor)
@@ -356,13 +278,11 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if op == Adasum and size() > 1:
         if process_set.process_set_id != global_process_set.process_set_id:
             raise NotImplementedError("Adasum does not support non-global process sets yet.")
-        # Imported here: optimizer_adasum builds on this module.
-        from horovod_accel.torch.optimizer_adasum import _DistributedAdasumOptimizer
-        distributed = _wrap(optimizer, _DistributedAdasumOptimizer)
+        distributed = wrap(optimizer, _DistributedAdasumOptimizer)
         distributed._hvd_setup(named_parameters, compression, backward_passes_per_step)
         return distributed
 
-    distributed = _wrap(optimizer, _DistributedOptimizer)
+    distributed = wrap(optimizer, _DistributedOptimizer)
     distributed._hvd_setup(named_parameters, compression, backward_passes_per_step, op,
                            gradient_predivide_factor, groups, sparse_as_dense, process_set)
     return distributed

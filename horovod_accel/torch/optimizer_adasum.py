@@ -32,14 +32,14 @@ from contextlib import contextmanager
 import torch
 
 from horovod_accel.torch.mpi_ops import Adasum, allreduce_async_, global_process_set, synchronize
-from horovod_accel.torch.optimizer import (_ERR_TOO_MANY_PASSES, _ERR_ZERO_GRAD_IN_FLIGHT,
-                                           _WrappedOptimizer, _check_passes, _parameter_names,
-                                           _register_hooks)
+from horovod_accel.torch.optimizer_base import (ERR_TOO_MANY_PASSES, ERR_ZERO_GRAD_IN_FLIGHT,
+                                                WrappedOptimizer, check_passes, parameter_names,
+                                                register_hooks)
 
 _ERR_SKIP_SYNCHRONIZE = "Skipping synchronization is not supported when using Adasum optimizer."
 
 
-class _DistributedAdasumOptimizer(_WrappedOptimizer):
+class _DistributedAdasumOptimizer(WrappedOptimizer):
     """Mixin placed in front of the wrapped optimizer's class; see the module
     docstring. Attributes of its own are prefixed `_hvd_`."""
 
@@ -47,20 +47,20 @@ class _DistributedAdasumOptimizer(_WrappedOptimizer):
         self._compression = compression
         self.op = Adasum
         self.process_set = global_process_set
-        self._parameter_names = _parameter_names(self.param_groups, named_parameters)
+        self._parameter_names = parameter_names(self.param_groups, named_parameters)
         self._hvd_params = [p for group in self.param_groups for p in group["params"]
                             if p.requires_grad]
         self._hvd_start = {}     # parameter -> its value before the local step
         self._hvd_pending = {}   # parameter -> (handle, compression ctx), in submission order
         self.set_backward_passes_per_step(backward_passes_per_step)
-        _register_hooks(self, self._hvd_params)
+        register_hooks(self, self._hvd_params)
 
     # ------------------------------------------------------------ public API
 
     def set_backward_passes_per_step(self, passes):
         """Combine updates every `passes` backward passes (gradients
         accumulate locally in between); restarts the count."""
-        _check_passes(passes)
+        check_passes(passes)
         self.backward_passes_per_step = passes
         self._hvd_delay = dict.fromkeys(self._hvd_params, passes)
 
@@ -97,7 +97,7 @@ class _DistributedAdasumOptimizer(_WrappedOptimizer):
         """Like torch's zero_grad. Raises AssertionError while deltas are
         being combined; a partial accumulation restarts."""
         if self._hvd_pending:
-            raise AssertionError(_ERR_ZERO_GRAD_IN_FLIGHT)
+            raise AssertionError(ERR_ZERO_GRAD_IN_FLIGHT)
         self.set_backward_passes_per_step(self.backward_passes_per_step)
         return super().zero_grad(set_to_none=set_to_none)
 
@@ -112,7 +112,7 @@ class _DistributedAdasumOptimizer(_WrappedOptimizer):
         """Hook body: p.grad now holds this pass's accumulated gradient."""
         delay = self._hvd_delay[p]
         if delay <= 0:
-            raise AssertionError(_ERR_TOO_MANY_PASSES)
+            raise AssertionError(ERR_TOO_MANY_PASSES)
         self._hvd_delay[p] = delay - 1
         if delay == 1:
             self._hvd_submit(p)

@@ -90,7 +90,7 @@ def test_dead_peer_not_yet_reaped_is_seen_at_once(tmp_path):
     import sys  # noqa: PLC0415
 
     from launch_util import REPO, job_env  # noqa: PLC0415
-    from horovod_accel.runner.store_server import RendezvousStoreServer  # noqa: PLC0415
+    from horovod_accel.rendezvous.server import RendezvousStoreServer  # noqa: PLC0415
     script = tmp_path / "zombie_rank.py"
     script.write_text(ZOMBIE_RANK)
     secret = secrets.token_hex(16)

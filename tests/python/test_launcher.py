@@ -16,8 +16,8 @@ import pytest
 
 from horovod_accel.runner import args as args_mod
 from horovod_accel.runner import check_build, hosts, output, rank_process, tunables
-from horovod_accel.runner.store_client import StoreAuthError, StoreClient, StoreError, StoreTimeoutError
-from horovod_accel.runner.store_server import RendezvousStoreServer
+from horovod_accel.rendezvous.client import StoreAuthError, StoreClient, StoreError, StoreTimeoutError
+from horovod_accel.rendezvous.server import RendezvousStoreServer
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).resolve().parent / "launcher_scripts"

@@ -1,10 +1,10 @@
 // TcpStore: the client of horovodrun's rendezvous store
-// (server: horovod_accel/runner/store_server.py). Ranks find it through
+// (server: horovod_accel/rendezvous/server.py). Ranks find it through
 // HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT and prove they belong to the job with
 // the secret in _HOROVOD_SECRET_KEY.
 //
 // NOTE [Rendezvous store wire protocol] (authoritative copy with the server in
-// horovod_accel/runner/store_protocol.py; change both together)
+// horovod_accel/rendezvous/protocol.py; change both together)
 //   Frame:   u32 big-endian N, then N payload bytes (N <= 64 MiB; the first
 //            frame of a connection <= 4 KiB).
 //   Payload: u8 code, then fields, each u32 big-endian length + bytes.

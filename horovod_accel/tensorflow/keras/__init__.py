@@ -1,5 +1,6 @@
-"""horovod.tensorflow.keras for Keras 3 (tf.keras on TensorFlow >= 2.16):
-`import horovod.tensorflow.keras as hvd`.
+"""Upstream's `horovod.tensorflow.keras` for Keras 3 on TensorFlow (tf.keras on
+TensorFlow >= 2.16), imported by users (`import horovod.tensorflow.keras as
+hvd`) and by horovod_accel/keras/ when KERAS_BACKEND=tensorflow.
 
 The basics (init, rank, size, ..., process sets, Compression, reduce ops)
 are horovod.tensorflow's. DistributedOptimizer wraps a Keras 3 optimizer for

@@ -3,7 +3,7 @@ both bump a shared counter."""
 import os
 import time
 
-from horovod_accel.runner.store_client import StoreClient
+from horovod_accel.rendezvous.client import StoreClient
 
 rank = int(os.environ["HOROVOD_RANK"])
 with StoreClient.from_env() as store:

@@ -1,6 +1,10 @@
-"""Gradients of the Horovod TensorFlow ops (registered with TF when
-mpi_ops imports this module). Each runs the matching collective on the
-incoming gradient, with the forward op's process set:
+"""The gradient registrations of the Horovod TensorFlow ops (mpi_ops.py).
+
+Importing this module registers them with TF (`RegisterGradient`); the
+package's __init__ imports it once, so they are in place whenever the ops
+are. TF calls them in graph mode and under GradientTape. Each runs the
+matching collective on the incoming gradient, with the forward op's process
+set:
 
 - allreduce: allreduce of the gradient with the same op and scale factors.
 - allgather: Average allreduce of the gradient, then this rank's rows (the

@@ -1,4 +1,4 @@
-"""Python client of horovodrun's rendezvous store (protocol: store_protocol.py).
+"""Python client of horovodrun's rendezvous store (protocol: protocol.py).
 
     with StoreClient.from_env() as store:      # inside a rank started by horovodrun
         store.set("ready/0", b"1")
@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 
-from horovod_accel.runner import store_protocol as sp
+from horovod_accel.rendezvous import protocol as sp
 
 
 class StoreError(RuntimeError):

@@ -1,10 +1,11 @@
-"""The rendezvous key-value store that horovodrun serves to its ranks.
+"""The rendezvous key-value store server: horovodrun serves it to its ranks,
+and under mpirun rank 0 serves it to the others (common/mpi.py).
 
 Ranks reach it through HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT and authenticate with
 the per-job secret in _HOROVOD_SECRET_KEY. The core uses it (C++ client in
 csrc/common/store/tcp_store.cc) to exchange addresses while building
-communicators; tests and Python code use horovod_accel.runner.store_client.
-The wire protocol is documented in store_protocol.py (NOTE [Rendezvous store
+communicators; tests and Python code use horovod_accel.rendezvous.client.
+The wire protocol is documented in protocol.py (NOTE [Rendezvous store
 wire protocol]): length-prefixed binary frames over TCP; the first frame
 authenticates with the job secret (else REFUSED and closed); then SET, GET
 (held in the server until the key is set or its timeout passes), ADD, DELETE.
@@ -19,7 +20,7 @@ import sys
 import threading
 import time
 
-from horovod_accel.runner import store_protocol as sp
+from horovod_accel.rendezvous import protocol as sp
 
 
 class RendezvousStoreServer:
