@@ -297,8 +297,6 @@ __all__ = _basic_names.BASICS + ["is_homogeneous"] + _basic_names.REDUCE_OPS + [
     "ProcessSet", "global_process_set",
     "add_process_set", "remove_process_set", "HorovodInternalError",
     "handle_average_backwards_compatibility", "check_num_rank_power_of_2",
-    "allreduce", "grouped_allreduce", "allgather", "grouped_allgather", "broadcast", "broadcast_",
-    "alltoall",
-    "reducescatter", "grouped_reducescatter", "join", "barrier", "size_op", "local_size_op",
+    "allgather", "grouped_allgather", "broadcast", "broadcast_", "alltoall", "join", "barrier", "size_op", "local_size_op",
     "rank_op", "local_rank_op", "process_set_included_op",
 ]
