@@ -1,6 +1,11 @@
-// Runtime: owns everything of one horovod_accel instance in this process:
-// topology, store, registry of devices/backends, process sets, timeline and
-// the background thread that negotiates and executes collectives.
+// Runtime: lifecycle and wiring of one horovod_accel instance in this
+// process. It owns the topology, store, device registry, process sets,
+// timeline and the background thread, and connects the pieces that do the
+// work: BackendSelection (which backends and control transport a set uses),
+// BuildRequest (what an enqueued op must be), Controller (negotiation),
+// Executor (running responses), and the cycle loop (runtime_cycles.cc).
+// The core knows no concrete device: the constructor is handed the
+// registration functions of the host device (e.g. RegisterCpuDevice).
 //
 // Thread-safety: Init/Shutdown from one framework thread at a time; Enqueue
 // and the queries from any thread. No process-wide mutable state: the
@@ -19,9 +24,11 @@
 #include "common/accelerators.h"
 #include "common/activity_tracker.h"
 #include "common/autotune/parameter_manager.h"
+#include "common/backend_selection.h"
 #include "common/hal/registry.h"
 #include "common/message.h"
 #include "common/process_set.h"
+#include "common/request_builder.h"
 #include "common/store/store.h"
 #include "common/timeline.h"
 #include "common/util/config.h"
@@ -35,28 +42,13 @@ struct Topology {
   std::vector<std::string> hosts;  // shared-memory domain of every global rank (ThisHost)
 };
 
-// One operation to enqueue (the binding fills it from Python arguments).
-struct EnqueueArgs {
-  RequestType type = RequestType::kAllreduce;
-  std::string name;
-  int process_set_id = 0;
-  const void* input = nullptr;  // caller-owned, valid until the Work completes
-  void* output = nullptr;       // ditto (allreduce, broadcast, reducescatter)
-  DataType dtype = DataType::kFloat32;
-  std::vector<int64_t> shape;
-  int device = -1;               // -1: CPU; else the accelerator index
-  std::string device_type;       // accelerators: the framework's type ("gcu", "cuda")
-  void* stream = nullptr;        // accelerators: the framework's native stream (null: default)
-  ReduceOp op = ReduceOp::kSum;
-  double prescale = 1.0;
-  double postscale = 1.0;
-  int root_rank = -1;            // broadcast: global rank
-  std::vector<int64_t> splits;   // alltoall: rows per destination; empty = equal
-};
-
 class Runtime {
  public:
-  Runtime();
+  // register_devices: adds the host (kCPU) device and its backends to this
+  // Runtime's registry (e.g. RegisterCpuDevice); called once, here. The
+  // accelerator kind (kPlugin) the Runtime registers itself. Init fails
+  // when no kCPU device was registered.
+  explicit Runtime(const DeviceRegistrar& register_devices);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -118,8 +110,9 @@ class Runtime {
   // framework's stream, the event the communication stream waits for before
   // reading e's input (accelerator tensors).
   Status RecordReady(const EnqueueArgs& a, TensorEntry* e);
+  // BuildRequest, then e's buffers, Work and (accelerators) ready event.
   // Moves a's name and shape into e->request when it succeeds.
-  Status ValidateAndBuild(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
+  Status BuildEntry(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
   Status EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n);
   void BackgroundLoop();
   // One negotiation + execution cycle over every process set this rank is
@@ -161,9 +154,9 @@ class Runtime {
   // negotiation cycle; false when the loop must end.
   bool PollDeviceWork();
 
-  Registry registry_;
+  Registry registry_;  // filled by the constructor, then read only
   Config config_;
-  bool mpi_controller_ = false;  // HOROVOD_CONTROLLER=mpi (checked at Init)
+  BackendSelection selection_;  // per Init, over registry_ and config_
   Logger log_;
   Accelerators accel_{&log_};
   double accel_timeout_seconds_ = 0;  // HOROVOD_ACCEL_TIMEOUT_SECONDS

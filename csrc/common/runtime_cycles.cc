@@ -108,14 +108,14 @@ void Runtime::DriveLocked(const Work& w, std::chrono::steady_clock::time_point d
 // for this rank. Ranks that are all waiting on each other without progress
 // fall back to the normal pace after kEagerWindow, so a real stall does not
 // spin the CPU. Only sets whose negotiation is cheap (a shared-memory control
-// transport, microseconds per cycle) pace eagerly; over Gloo's TCP transport
-// measurements showed eager cycles crowding out the ranks' own threads on
-// small hosts (4 KiB latency 0.4 ms -> 2.6 ms). Conversely, while *every*
-// rank has nothing in flight (the global set's cycle ANDs an idle bit, so all
-// ranks agree), the sleep doubles per idle cycle up to 16x HOROVOD_CYCLE_TIME:
-// idle cycles cost the training threads CPU time; an enqueue during the
-// back-off wakes the thread (NoteEnqueued), so this adds no latency. While a
-// framework thread drives cycles, the background thread skips its own.
+// transport, microseconds per cycle) pace eagerly: over Gloo's TCP transport
+// eager cycles crowd out the ranks' own threads on small hosts. Conversely,
+// while *every* rank has nothing in flight (the global set's cycle ANDs an
+// idle bit, so all ranks agree), the sleep doubles per idle cycle up to
+// 2^kMaxIdleDoublings x HOROVOD_CYCLE_TIME: idle cycles cost the training threads CPU
+// time; an enqueue during the back-off wakes the thread (NoteEnqueued), so
+// this adds no latency. While a framework thread drives cycles, the
+// background thread skips its own. Measurements: docs/design/negotiation.md.
 void Runtime::BackgroundLoop() {
   constexpr auto kEagerWindow = std::chrono::milliseconds(5);
   constexpr int kMaxIdleDoublings = 4;
@@ -185,30 +185,17 @@ void Runtime::BackgroundLoop() {
 }
 
 // NOTE [Enqueue bursts]: a framework thread often enqueues many ops back to
-// back (a DistributedOptimizer's gradient hooks, a loop of allreduce_async_
-// calls). A background cycle that starts in the middle of such a burst
-// negotiates only the ops enqueued so far: every rank then runs one more
-// cycle for the rest, and on hosts with fewer cores than busy threads the
-// early cycle's wait for its peers takes CPU from the enqueueing threads.
-// Measured on a 2-core VM (np 2, 100 x 1000-float allreduce_async_ then
-// synchronize): whole runs where paced cycles landed mid-burst took
-// ~700 us per batch instead of ~500 us, in most of a run's batches: the
-// first enqueue after the ranks' idle back-off wakes the background thread
-// (NOTE [Cycle pacing]), which then negotiated that one op. So before a
-// paced cycle, the background thread waits while this rank is inside a
-// burst (its latest op was enqueued less than kEnqueueGap ago), re-checking
-// at doubling intervals (so it does not wake, and on a busy 2-core host
-// preempt a training thread, every few tens of microseconds), and gives the
-// tick up if a framework thread starts driving the cycles meanwhile. It
-// waits at most one cycle time: under a never-ending stream of enqueues an
-// op not waited on still gets a cycle within two cycle times. Only when a
-// cycle starts moves; results are unchanged. Shutdown is never delayed, and
-// eager cycles (NOTE [Cycle pacing]: this rank's requests are unanswered)
-// skip this wait, but no eager cycle follows another while a burst lasts:
-// eager background cycles that kept making progress competed with the
-// framework thread driving its own ops (measured: runs of back-to-back
-// 4 KiB allreduces at ~30 us per op instead of 6 us inside the benchmark's
-// sequence, in 2 of 2 runs before and 0 of 2 after).
+// back (gradient hooks, a loop of allreduce_async_). A paced cycle that starts
+// mid-burst negotiates only the ops enqueued so far, costs every rank one
+// more cycle for the rest, and its wait for peers takes CPU from the
+// enqueueing threads. So before a paced cycle the background thread waits
+// while this rank is inside a burst (latest op less than kEnqueueGap ago),
+// re-checking at doubling intervals, for at most one cycle time, and gives
+// the tick up if a framework thread starts driving meanwhile (see
+// AwaitEnqueueLull). Eager cycles (NOTE [Cycle pacing]) skip this wait, but
+// no eager cycle follows another while a burst lasts. Only when a cycle
+// starts moves; results are unchanged; shutdown is never delayed.
+// Measurements: docs/design/negotiation.md.
 bool Runtime::InEnqueueBurst() const {
   const auto last = std::chrono::steady_clock::time_point(
       std::chrono::steady_clock::duration(last_enqueue_ns_.load(std::memory_order_relaxed)));
@@ -232,26 +219,19 @@ bool Runtime::AwaitEnqueueLull(std::chrono::steady_clock::time_point cap) {
   return true;
 }
 
-// NOTE [Quiet cycles]: a cycle is a collective, so a paced cycle that neither
-// this rank nor any peer needs still costs every rank a rendezvous: on hosts
-// with fewer cores than busy threads, the background threads then wait for
-// each other (spinning, yielding, waking) while the ranks' device streams and
-// training threads want the CPU; measured on the emulated GCU (one 2-core
-// VM, np 2, 2026-11-25) as +100 to +500 us per synchronous device allreduce
-// (docs/design/negotiation.md has the runs). So the background
-// thread skips its paced cycle unless this rank has requests to negotiate, a
-// host op in flight, device work that only cycles poll, a shutdown to
-// announce, or a peer already waits in the next cycle. The last is exact over
-// shared memory (the peer's barrier counter is ahead of ours, read between
-// collectives under the cycle mutex); transports that cannot tell (Gloo's
-// TCP) always answer "may wait", which keeps the paced cycles there. A
+// NOTE [Quiet cycles]: a paced cycle that neither this rank nor any peer
+// needs still costs every rank a rendezvous, which on hosts with fewer cores
+// than busy threads takes CPU from device streams and training threads. So
+// the background thread skips its paced cycle unless this rank has requests
+// to negotiate, a host op in flight, device work that only cycles poll, a
+// shutdown to announce, or a peer already waits in the next cycle (exact over
+// shared memory, where the peer's barrier counter is ahead; transports that
+// cannot tell always answer "may wait", keeping the paced cycles there). A
 // skipped tick still polls in-flight device work and its health (NOTE
-// [Accelerator watchdog]). Latency is unchanged: a peer's new request is
-// joined at this rank's next tick, as before, and this rank's own enqueue
-// wakes a backed-off thread (NoteEnqueued). Liveness: a rank waiting in a
-// cycle is always "ahead" of the ranks that have not entered it, so they join
-// it at their next tick; a rank with nothing to do may only notice a dead
-// peer at its next op, which fails with the same clear error.
+// [Accelerator watchdog]). Latency is unchanged; liveness holds because a
+// rank waiting in a cycle is always "ahead" of those that have not entered
+// it. A rank with nothing to do notices a dead peer at its next op.
+// Measurements: docs/design/negotiation.md.
 bool Runtime::CycleWantedLocked(bool* device_busy) {
   std::lock_guard<std::mutex> lock(sets_mu_);
   bool wanted = false;
