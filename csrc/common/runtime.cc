@@ -5,8 +5,6 @@
 // runtime_cycles.cc; dynamic process sets: runtime_process_sets.cc.
 #include "common/runtime.h"
 
-#include <pthread.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,7 +13,7 @@
 #include "common/plugin/plugin_device.h"
 #include "common/store/memory_store.h"
 #include "common/store/tcp_store.h"
-#include "common/util/thread_affinity.h"
+#include "common/util/thread_affinity.h"  // AffinityCoreFor
 
 namespace hvda {
 namespace {
@@ -202,18 +200,14 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
     std::lock_guard<std::mutex> lock(failure_mu_);
     failure_ = Status::OK();
   }
-  shutdown_requested_ = false;
-  loop_ended_ = false;
-  inline_cycles_ = config_.GetBool("HOROVOD_INLINE_CYCLES");
-  NewCycleDriver();
+  CycleLoopOptions cycle_options;
+  cycle_options.inline_cycles = config_.GetBool("HOROVOD_INLINE_CYCLES");
+  cycle_options.device_wait_slice_ms = std::max(0.1, config_.GetFloat("HOROVOD_CYCLE_TIME"));
+  cycle_options.affinity_core = affinity_core;
+  // Before initialized_: every Work handed out points to this generation's driver.
+  Status pinned = cycles_.Start(cycle_options);
+  if (!pinned.ok()) log_.Log(LogLevel::kWarning, pinned.reason());
   initialized_ = true;
-  thread_ = std::thread([this] { BackgroundLoop(); });
-  // Named so that top -H, gdb and perf show which thread is Horovod's.
-  pthread_setname_np(thread_.native_handle(), "hvd-background");
-  if (affinity_core >= 0) {
-    Status pinned = PinThread(thread_, affinity_core);
-    if (!pinned.ok()) log_.Log(LogLevel::kWarning, pinned.reason());
-  }
   return Status::OK();
 }
 
@@ -285,7 +279,7 @@ Status Runtime::DeviceExecutor(ProcessSetState* ps, Executor** out) {
     auto ex = std::make_unique<Executor>(device.get(), std::move(backends), tl);
     HVDA_RETURN_IF_ERROR(ex->status());
     ex->set_output_device(device);
-    ex->set_progress_notifier([this] { WakeForCompletion(); });
+    ex->set_progress_notifier([this] { cycles_.WakeForCompletion(); });
     ps->device_executor = std::move(ex);
   }
   *out = ps->device_executor.get();
@@ -294,10 +288,7 @@ Status Runtime::DeviceExecutor(ProcessSetState* ps, Executor** out) {
 
 void Runtime::Shutdown() {
   if (!initialized_) return;
-  shutdown_requested_ = true;
-  Wake();
-  if (thread_.joinable()) thread_.join();
-  DetachCycleDriver();  // drivers still inside a cycle finish it first
+  cycles_.Stop();  // the shutdown cycle, collectively with the other ranks
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
     for (auto& kv : sets_)

@@ -19,7 +19,7 @@ Status Runtime::BuildEntry(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e) 
   e->input = a.input;
   e->output = a.output;
   e->work = std::make_shared<Work>(activity_);
-  e->work->SetDriver(work_driver_);
+  e->work->SetDriver(cycles_.work_driver());
   if (a.device >= 0) HVDA_RETURN_IF_ERROR(RecordReady(a, e));
   return Status::OK();
 }
@@ -92,7 +92,7 @@ Status Runtime::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n)
     HVDA_RETURN_IF_ERROR(ps->queue.Add(entries, n));
   }
   activity_->NoteActivity();
-  NoteEnqueued();
+  cycles_.NoteEnqueued();
   return Status::OK();
 }
 
@@ -102,7 +102,7 @@ std::shared_ptr<Work> Runtime::EnqueueJoin(int device) {
   e.request.name = "__join__";
   e.request.device = device;
   e.work = std::make_shared<Work>(activity_);
-  e.work->SetDriver(work_driver_);
+  e.work->SetDriver(cycles_.work_driver());
   std::vector<TensorEntry> v;
   std::shared_ptr<Work> w = e.work;
   {
@@ -116,7 +116,7 @@ std::shared_ptr<Work> Runtime::EnqueueJoin(int device) {
     if (!st.ok()) return FailedWork(Status::InvalidArgument("join() is already in progress on this rank."));
   }
   activity_->NoteActivity();
-  Wake();
+  cycles_.Wake();
   return w;
 }
 
