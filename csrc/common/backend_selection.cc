@@ -39,7 +39,8 @@ Status BackendSelection::Create(const Registry* registry, const Config& config,
                                 BackendSelection* out) {
   BackendSelection sel;
   sel.registry_ = registry;
-  const std::vector<std::string> controller = SplitSelectionList(config.GetString("HOROVOD_CONTROLLER"));
+  const std::vector<std::string> controller =
+      SplitSelectionList(config.GetString("HOROVOD_CONTROLLER"));
   sel.controller_ = controller.empty() ? "gloo" : controller[0];
   if (sel.controller_ != "gloo") {
     const BackendRegistration* reg = sel.FindController(sel.controller_);

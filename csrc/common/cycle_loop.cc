@@ -16,25 +16,25 @@ namespace hvda {
 // pointer, so a handle kept after shutdown never reaches the loop.
 class CycleLoop::Driver : public WorkDriver {
  public:
-  explicit Driver(CycleLoop* loop) : rt_(loop) {}
+  explicit Driver(CycleLoop* loop) : loop_(loop) {}
 
   void Drive(const Work& w, std::chrono::steady_clock::time_point deadline) override {
-    CycleLoop* rt = rt_.load();
-    if (rt == nullptr || !rt->options_.inline_cycles) return;
-    rt->drivers_.fetch_add(1);
+    CycleLoop* loop = loop_.load();
+    if (loop == nullptr || !loop->options_.inline_cycles) return;
+    loop->drivers_.fetch_add(1);
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (rt_.load() != nullptr) rt->DriveLocked(w, deadline);
+      if (loop_.load() != nullptr) loop->DriveLocked(w, deadline);
     }
-    rt->drivers_.fetch_sub(1);
+    loop->drivers_.fetch_sub(1);
     // Negotiated but not complete: the op runs on a device. Take its
     // completion here rather than through the background thread (one
     // thread hand-off less per op).
-    if (rt_.load() != nullptr) rt->AwaitDeviceCompletion(w, deadline);
+    if (loop_.load() != nullptr) loop->AwaitDeviceCompletion(w, deadline);
     // Ops of other threads may still wait for negotiation: from here on the
     // background thread runs their cycles. (Device work in flight needs no
     // cycle: its completion notifier wakes the background thread to poll.)
-    if (rt_.load() != nullptr && rt->host_->Negotiating()) rt->Wake();
+    if (loop_.load() != nullptr && loop->host_->Negotiating()) loop->Wake();
   }
 
   std::mutex& mu() { return mu_; }
@@ -42,12 +42,12 @@ class CycleLoop::Driver : public WorkDriver {
   // Called once the background loop has ended, with no cycle running.
   void Detach() {
     std::lock_guard<std::mutex> lock(mu_);
-    rt_.store(nullptr);
+    loop_.store(nullptr);
   }
 
  private:
   std::mutex mu_;
-  std::atomic<CycleLoop*> rt_;
+  std::atomic<CycleLoop*> loop_;
 };
 
 Status CycleLoop::Start(const CycleLoopOptions& options) {
@@ -118,9 +118,9 @@ void CycleLoop::DriveLocked(const Work& w, std::chrono::steady_clock::time_point
 // eager cycles crowd out the ranks' own threads on small hosts. Conversely,
 // while *every* rank has nothing in flight (the global set's cycle ANDs an
 // idle bit, so all ranks agree), the sleep doubles per idle cycle up to
-// 2^kMaxIdleDoublings x HOROVOD_CYCLE_TIME: idle cycles cost the training threads CPU
-// time; an enqueue during the back-off wakes the thread (NoteEnqueued), so
-// this adds no latency. While a framework thread drives cycles, the
+// 2^kMaxIdleDoublings x HOROVOD_CYCLE_TIME: idle cycles cost the training
+// threads CPU time; an enqueue during the back-off wakes the thread
+// (NoteEnqueued), so this adds no latency. While a framework thread drives cycles, the
 // background thread skips its own. Measurements: docs/design/negotiation.md.
 void CycleLoop::BackgroundLoop() {
   constexpr auto kEagerWindow = std::chrono::milliseconds(5);

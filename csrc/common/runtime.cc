@@ -1,8 +1,9 @@
 // Runtime lifecycle and wiring: Init (settings, store and rendezvous,
 // plugins, timeline, autotune, the process sets and the background thread),
 // Shutdown, process-set construction from BackendSelection's choices, and
-// the accelerator executor. Enqueue: runtime_enqueue.cc; the cycle loop:
-// runtime_cycles.cc; dynamic process sets: runtime_process_sets.cc.
+// the accelerator executor. Enqueue: runtime_enqueue.cc; what a cycle does:
+// runtime_cycles.cc (when cycles run: CycleLoop, cycle_loop.h); dynamic
+// process sets: runtime_process_sets.cc.
 #include "common/runtime.h"
 
 #include <unistd.h>

@@ -77,8 +77,8 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
     ResponseList list;
     const bool is_global = ps->id == 0;
     Status st = ps->controller->ComputeResponseList(
-        std::move(reqs), is_global && cycles_.shutdown_requested(), &list, is_global && locally_idle,
-        stuck);
+        std::move(reqs), is_global && cycles_.shutdown_requested(), &list,
+        is_global && locally_idle, stuck);
     if (is_global) {
       *all_idle = ps->controller->all_idle();
       stuck = ps->controller->all_stuck();

@@ -83,7 +83,8 @@ class BackendSelectionTest : public ::testing::Test {
     };
     mpi.create = make("mpi");
     mpi.control_hint = "mpi under mpirun";
-    mpi.create_control = [this](const CommunicatorSpec& spec, std::unique_ptr<CollectiveBackend>* out) {
+    mpi.create_control = [this](const CommunicatorSpec& spec,
+                                std::unique_ptr<CollectiveBackend>* out) {
       made_.push_back("mpi-control@" + spec.prefix);
       out->reset(new FakeBackend("mpi", spec));
       return Status::OK();
@@ -186,7 +187,8 @@ TEST_F(BackendSelectionTest, NamedControllerOutsideTheDataPlaneGetsItsOwnCommuni
   ProcessSetPlanes planes;
   ASSERT_TRUE(Select({"a", "a"}, &planes).ok());
   EXPECT_EQ(Names(planes), (Strings{"shm", "gloo"}));
-  EXPECT_EQ(made_, (Strings{"shm@g1/ps0/shm/", "gloo@g1/ps0/gloo/", "mpi-control@g1/ps0/ctrl-mpi/"}));
+  EXPECT_EQ(made_,
+            (Strings{"shm@g1/ps0/shm/", "gloo@g1/ps0/gloo/", "mpi-control@g1/ps0/ctrl-mpi/"}));
   EXPECT_FALSE(planes.eager_pacing);
   EXPECT_EQ(planes.negotiation, "mpi");
 }

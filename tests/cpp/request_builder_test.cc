@@ -145,7 +145,8 @@ TEST(BuildRequest, AdasumLimits) {
 }
 
 TEST(BuildRequest, ScalarsNeedADimensionWhereOpsSplitRows) {
-  for (RequestType t : {RequestType::kAllgather, RequestType::kAlltoall, RequestType::kReducescatter}) {
+  for (RequestType t :
+       {RequestType::kAllgather, RequestType::kAlltoall, RequestType::kReducescatter}) {
     Status st = Build(Op(t, {}), *MakeSet());
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
     EXPECT_NE(st.reason().find("needs a tensor with at least one dimension, got a scalar"),
