@@ -311,10 +311,8 @@ Status Executor::Unpack(const Response& r, std::vector<TensorEntry>& entries,
 // NOTE [Reducing in place of the caller]: a backend that ReducesSpans()
 // (shm) reduces a response's tensors where they are, as if concatenated,
 // instead of the executor packing them into the fusion buffer and unpacking
-// the result: two whole memory passes less (benchmarks/grouped.py, np 2, on
-// one 2-core VM on 2026-11-25: a group of 16 tensors, 4 MiB in all, took
-// 3.0-3.4x the time of one 4 MiB tensor with packing, 1.0-1.4x without;
-// benchmarks/README.md has the runs). Used when every
+// the result: two whole memory passes less (measurements:
+// docs/design/negotiation.md, "Measurements"). Used when every
 // tensor is this rank's own (a joined rank contributes zeros: packed) and
 // their memory is disjoint as the backend requires: an input either is its
 // output or overlaps nothing, and no two tensors share bytes (a tensor

@@ -1,57 +1,23 @@
+// Runtime lifecycle and wiring: Init (settings, store and rendezvous,
+// plugins, timeline, autotune, the process sets and the background thread),
+// Shutdown, process-set construction from BackendSelection's choices, and
+// the accelerator executor. Enqueue: runtime_enqueue.cc; what a cycle does:
+// runtime_cycles.cc (when cycles run: CycleLoop, cycle_loop.h); dynamic
+// process sets: runtime_process_sets.cc.
 #include "common/runtime.h"
-
-#include <pthread.h>
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
+#include "common/plugin/plugin_device.h"
 #include "common/store/memory_store.h"
 #include "common/store/tcp_store.h"
-#include "common/transport/gloo_context.h"
-#include "common/transport/backend_controller_transport.h"
-#include "common/transport/gloo_controller_transport.h"
-#include "common/util/thread_affinity.h"
-#include "devices/cpu/hierarchical_backend.h"
-#include "devices/cpu/mpi_backend.h"
-#include "devices/cpu/register.h"
+#include "common/util/thread_affinity.h"  // AffinityCoreFor
 
 namespace hvda {
 namespace {
-
-// Upstream's HOROVOD_GPU_OPERATIONS / HOROVOD_GPU_<OP> chose, at build
-// time, which library runs GPU collectives (the seeds set NCCL). Here the
-// accelerator's plugin always runs them with its collective library, which
-// is what NCCL (or a vendor's NCCL-like library) means; host-staged choices
-// are refused with a clear message instead of being silently ignored.
-Status CheckGpuOperations(const Config& config) {
-  for (const char* var : {"HOROVOD_GPU_OPERATIONS", "HOROVOD_GPU_ALLREDUCE",
-                          "HOROVOD_GPU_ALLGATHER", "HOROVOD_GPU_BROADCAST",
-                          "HOROVOD_GPU_ALLTOALL", "HOROVOD_GPU_REDUCESCATTER"}) {
-    std::string v = config.GetString(var);
-    std::transform(v.begin(), v.end(), v.begin(), ::toupper);
-    if (v.empty() || v == "NCCL" || v == "ECCL" || v == "RCCL" || v == "CCL") continue;
-    return Status::InvalidArgument(
-        std::string(var) + "=" + config.GetString(var) + " is not available: horovod_accel runs "
-        "accelerator collectives with the device plugin's collective library (NCCL on CUDA, "
-        "ECCL on GCU). Set " + var + "=NCCL (or unset it).");
-  }
-  return Status::OK();
-}
-
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(std::remove_if(item.begin(), item.end(), ::isspace), item.end());
-    std::transform(item.begin(), item.end(), item.begin(), ::tolower);
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 // Identity of the shared-memory domain this process is in: ranks with equal
 // strings can map each other's POSIX shm segments. Host names alone are not
@@ -72,7 +38,10 @@ std::string ThisHost() {
 
 }  // namespace
 
-Runtime::Runtime() { RegisterCpuDevice(&registry_); }
+Runtime::Runtime(const DeviceRegistrar& register_devices) {
+  RegisterPluginDevice(&registry_);
+  if (register_devices) register_devices(&registry_);
+}
 
 Runtime::~Runtime() { Shutdown(); }
 
@@ -118,7 +87,7 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
                      const std::vector<std::string>& plugin_paths) {
   if (initialized_) return Status::OK();
   HVDA_RETURN_IF_ERROR(Config::FromEnvironment(&config_));
-  HVDA_RETURN_IF_ERROR(CheckGpuOperations(config_));
+  HVDA_RETURN_IF_ERROR(CheckGpuOperations(config_));  // common/util/config.h
   log_ = Logger(ParseLogLevel(config_.GetString("HOROVOD_LOG_LEVEL")),
                 config_.GetBool("HOROVOD_LOG_HIDE_TIME"), config_.GetInt("HOROVOD_RANK"));
   topo_ = Topology();
@@ -142,22 +111,9 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   HVDA_RETURN_IF_ERROR(AutotuneOptionsFromConfig(config_, &autotune));
   dynamic_sets_ = dynamic || config_.GetBool("HOROVOD_DYNAMIC_PROCESS_SETS");
   deadlock_seconds_ = std::max(0.0, config_.GetFloat("HOROVOD_DEADLOCK_TIMEOUT_SECONDS"));
-  const std::string controller = SplitList(config_.GetString("HOROVOD_CONTROLLER")).empty()
-                                     ? "gloo"
-                                     : SplitList(config_.GetString("HOROVOD_CONTROLLER"))[0];
-  if (controller != "gloo" && controller != "mpi")
-    return Status::InvalidArgument("HOROVOD_CONTROLLER=" + controller +
-                                   " is not available in this build; use gloo (the default), or "
-                                   "mpi in a job started by mpirun.");
-  mpi_controller_ = controller == "mpi";
-  if (mpi_controller_)
-    HVDA_RETURN_IF_ERROR(cpu::MpiBackend::JobAvailable(config_, "HOROVOD_CONTROLLER=mpi"));
-  // Backends that this process cannot run at all (mpi under horovodrun)
-  // fail here, alike on every rank, before any peer is contacted.
-  for (const std::string& name : SplitList(config_.GetString("HOROVOD_CPU_OPERATIONS")))
-    for (const auto& b : registry_.backends())
-      if (b.name == name && b.device == DeviceKind::kCPU && b.available)
-        HVDA_RETURN_IF_ERROR(b.available(config_));
+  // The controller and backends named are checked here, before any peer is
+  // contacted, so every rank fails alike.
+  HVDA_RETURN_IF_ERROR(BackendSelection::Create(&registry_, config_, &selection_));
 
   const double start_timeout = config_.GetFloat("HOROVOD_START_TIMEOUT");
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(start_timeout * 1000));
@@ -212,17 +168,14 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   }
 
   {
-    // The autotune log's hierarchical columns: what the CPU backends use
-    // (not tuned; csrc/devices/cpu/register.cc decides).
+    // The autotune log's hierarchical columns: what the registered backends
+    // use on the whole job (not tuned; the devices' registrations decide).
     CommunicatorSpec job;
     job.size = topo_.size;
     job.hosts = topo_.hosts;
-    const bool hierarchy = cpu::HierarchicalBackend::HasHierarchy(job);
-    auto used = [&](const char* env) {
-      return hierarchy && (!config_.IsSet(env) || config_.GetBool(env));
-    };
-    autotune.hierarchical_allreduce = used("HOROVOD_HIERARCHICAL_ALLREDUCE");
-    autotune.hierarchical_allgather = used("HOROVOD_HIERARCHICAL_ALLGATHER");
+    const HierarchyUse hierarchy = selection_.Hierarchy(job, config_);
+    autotune.hierarchical_allreduce = hierarchy.allreduce;
+    autotune.hierarchical_allgather = hierarchy.allgather;
     tunables_ = std::make_shared<ParameterManager>(autotune, topo_.rank == 0, &log_);
   }
 
@@ -248,18 +201,14 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
     std::lock_guard<std::mutex> lock(failure_mu_);
     failure_ = Status::OK();
   }
-  shutdown_requested_ = false;
-  loop_ended_ = false;
-  inline_cycles_ = config_.GetBool("HOROVOD_INLINE_CYCLES");
-  NewCycleDriver();
+  CycleLoopOptions cycle_options;
+  cycle_options.inline_cycles = config_.GetBool("HOROVOD_INLINE_CYCLES");
+  cycle_options.device_wait_slice_ms = std::max(0.1, config_.GetFloat("HOROVOD_CYCLE_TIME"));
+  cycle_options.affinity_core = affinity_core;
+  // Before initialized_: every Work handed out points to this generation's driver.
+  Status pinned = cycles_.Start(cycle_options);
+  if (!pinned.ok()) log_.Log(LogLevel::kWarning, pinned.reason());
   initialized_ = true;
-  thread_ = std::thread([this] { BackgroundLoop(); });
-  // Named so that top -H, gdb and perf show which thread is Horovod's.
-  pthread_setname_np(thread_.native_handle(), "hvd-background");
-  if (affinity_core >= 0) {
-    Status pinned = PinThread(thread_, affinity_core);
-    if (!pinned.ok()) log_.Log(LogLevel::kWarning, pinned.reason());
-  }
   return Status::OK();
 }
 
@@ -282,68 +231,21 @@ Status Runtime::CreateProcessSet(int id, std::vector<int> ranks,
     spec.config = &config_;
     ps->comm_spec = spec;  // for the accelerator communicator, made on first use
     ps->comm_spec.prefix = key_prefix_ + "ps" + std::to_string(id) + "/accel/";
-    const std::string prefix = key_prefix_ + "ps" + std::to_string(id) + "/";
-    const std::string iface = config_.GetString("HOROVOD_GLOO_IFACE");
-
-    std::vector<std::unique_ptr<CollectiveBackend>> backends;
-    CollectiveBackend* control = nullptr;  // first backend that carries_control
-    CollectiveBackend* mpi_control = nullptr;  // the mpi backend, for HOROVOD_CONTROLLER=mpi
-    std::string wanted = config_.GetString("HOROVOD_CPU_OPERATIONS");
-    for (const std::string& name : SplitList(wanted)) {
-      const BackendRegistration* reg = nullptr;
-      for (const auto& b : registry_.backends())
-        if (b.name == name && b.device == DeviceKind::kCPU) reg = &b;
-      if (reg == nullptr) {
-        if (name == "ccl" || name == "nccl") continue;  // upstream names not built
-        std::string known;
-        for (const auto& b : registry_.backends())
-          if (b.device == DeviceKind::kCPU) known += (known.empty() ? "" : ", ") + b.name;
-        return Status::InvalidArgument("HOROVOD_CPU_OPERATIONS names '" + name +
-                                       "', which this build does not have; known: " + known + ".");
-      }
-      if (reg->available) HVDA_RETURN_IF_ERROR(reg->available(config_));
-      if (!reg->usable(spec)) continue;
-      spec.prefix = prefix + name + "/";
-      std::unique_ptr<CollectiveBackend> backend;
-      HVDA_RETURN_IF_ERROR(reg->create(spec, &backend));
-      if (reg->carries_control && control == nullptr) control = backend.get();
-      if (name == "mpi" && mpi_control == nullptr) mpi_control = backend.get();
-      backends.push_back(std::move(backend));
-    }
-    if (backends.empty())
-      return Status::InvalidArgument("HOROVOD_CPU_OPERATIONS='" + wanted +
-                                     "' leaves no usable CPU backend; use e.g. shm,gloo.");
-    if (mpi_controller_) {
-      // HOROVOD_CONTROLLER=mpi: negotiation over MPI, sharing the data
-      // plane's mpi backend when there is one (safe: this thread issues
-      // control and data in the same order on every rank), else over a
-      // communicator of its own. Paced like Gloo (NOTE [Cycle pacing]).
-      if (mpi_control != nullptr) {
-        ps->transport = std::make_unique<BackendControllerTransport>(mpi_control);
-      } else {
-        spec.prefix = prefix + "ctrl-mpi/";
-        std::unique_ptr<CollectiveBackend> own;
-        HVDA_RETURN_IF_ERROR(cpu::MpiBackend::CreateForJob(spec, &own));
-        ps->transport = std::make_unique<BackendControllerTransport>(std::move(own));
-      }
-    } else if (control != nullptr) {
-      ps->transport = std::make_unique<BackendControllerTransport>(control);
-      ps->eager_pacing = true;  // NOTE [Cycle pacing]
-    } else {
-      spec.prefix = prefix + "ctrl/";
-      std::shared_ptr<gloo::Context> ctx;
-      HVDA_RETURN_IF_ERROR(CreateGlooContext(spec, iface, &ctx));
-      ps->transport = std::make_unique<GlooControllerTransport>(ctx);
-    }
+    spec.prefix = key_prefix_ + "ps" + std::to_string(id) + "/";
+    ProcessSetPlanes planes;
+    HVDA_RETURN_IF_ERROR(
+        selection_.CreateProcessSetPlanes(spec, config_.GetString("HOROVOD_GLOO_IFACE"), &planes));
+    ps->transport = std::move(planes.transport);
+    ps->eager_pacing = planes.eager_pacing;
     if (log_.Enabled(LogLevel::kDebug)) {
       std::string names;
-      for (const auto& b : backends) names += (names.empty() ? "" : ", ") + std::string(b->name());
-      const char* negotiation = mpi_controller_ ? "mpi" : control != nullptr ? control->name() : "gloo";
+      for (const auto& b : planes.backends)
+        names += (names.empty() ? "" : ", ") + std::string(b->name());
       log_.Log(LogLevel::kDebug, "process set " + std::to_string(id) + ": CPU backends " + names +
-                                     "; negotiation over " + negotiation);
+                                     "; negotiation over " + planes.negotiation);
     }
     Timeline* tl = topo_.rank == 0 ? &timeline_ : nullptr;
-    ps->executor = std::make_unique<Executor>(cpu_device_.get(), std::move(backends), tl);
+    ps->executor = std::make_unique<Executor>(cpu_device_.get(), std::move(planes.backends), tl);
     HVDA_RETURN_IF_ERROR(ps->executor->status());
     ControllerOptions opts;
     opts.process_set_id = id;
@@ -368,16 +270,17 @@ Status Runtime::DeviceExecutor(ProcessSetState* ps, Executor** out) {
     if (!device)
       return Status::Precondition("process set " + std::to_string(ps->id) + " runs an accelerator "
                                   "collective, but this rank has no accelerator: " + why);
+    CommunicatorSpec spec = ps->comm_spec;
+    spec.device = device.get();  // outlives the executor, which shares its ownership
     std::unique_ptr<CollectiveBackend> backend;
-    HVDA_RETURN_IF_ERROR(PluginBackend::Create(device->library_ptr(), device.get(), ps->comm_spec,
-                                               &backend));
+    HVDA_RETURN_IF_ERROR(selection_.CreateDeviceBackend(DeviceKind::kPlugin, spec, &backend));
     std::vector<std::unique_ptr<CollectiveBackend>> backends;
     backends.push_back(std::move(backend));
     Timeline* tl = topo_.rank == 0 ? &timeline_ : nullptr;
     auto ex = std::make_unique<Executor>(device.get(), std::move(backends), tl);
     HVDA_RETURN_IF_ERROR(ex->status());
     ex->set_output_device(device);
-    ex->set_progress_notifier([this] { WakeForCompletion(); });
+    ex->set_progress_notifier([this] { cycles_.WakeForCompletion(); });
     ps->device_executor = std::move(ex);
   }
   *out = ps->device_executor.get();
@@ -386,10 +289,7 @@ Status Runtime::DeviceExecutor(ProcessSetState* ps, Executor** out) {
 
 void Runtime::Shutdown() {
   if (!initialized_) return;
-  shutdown_requested_ = true;
-  Wake();
-  if (thread_.joinable()) thread_.join();
-  DetachCycleDriver();  // drivers still inside a cycle finish it first
+  cycles_.Stop();  // the shutdown cycle, collectively with the other ranks
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
     for (auto& kv : sets_)

@@ -1,6 +1,12 @@
-// Runtime: owns everything of one horovod_accel instance in this process:
-// topology, store, registry of devices/backends, process sets, timeline and
-// the background thread that negotiates and executes collectives.
+// Runtime: lifecycle and wiring of one horovod_accel instance in this
+// process. It owns the topology, store, device registry, process sets,
+// timeline and the background thread, and connects the pieces that do the
+// work: BackendSelection (which backends and control transport a set uses),
+// BuildRequest (what an enqueued op must be), Controller (negotiation),
+// Executor (running responses), and CycleLoop (when cycles run; what one
+// does is this class's CycleHost side, runtime_cycles.cc).
+// The core knows no concrete device: the constructor is handed the
+// registration functions of the host device (e.g. RegisterCpuDevice).
 //
 // Thread-safety: Init/Shutdown from one framework thread at a time; Enqueue
 // and the queries from any thread. No process-wide mutable state: the
@@ -8,20 +14,21 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/accelerators.h"
 #include "common/activity_tracker.h"
 #include "common/autotune/parameter_manager.h"
+#include "common/backend_selection.h"
+#include "common/cycle_loop.h"
 #include "common/hal/registry.h"
 #include "common/message.h"
 #include "common/process_set.h"
+#include "common/request_builder.h"
 #include "common/store/store.h"
 #include "common/timeline.h"
 #include "common/util/config.h"
@@ -35,28 +42,13 @@ struct Topology {
   std::vector<std::string> hosts;  // shared-memory domain of every global rank (ThisHost)
 };
 
-// One operation to enqueue (the binding fills it from Python arguments).
-struct EnqueueArgs {
-  RequestType type = RequestType::kAllreduce;
-  std::string name;
-  int process_set_id = 0;
-  const void* input = nullptr;  // caller-owned, valid until the Work completes
-  void* output = nullptr;       // ditto (allreduce, broadcast, reducescatter)
-  DataType dtype = DataType::kFloat32;
-  std::vector<int64_t> shape;
-  int device = -1;               // -1: CPU; else the accelerator index
-  std::string device_type;       // accelerators: the framework's type ("gcu", "cuda")
-  void* stream = nullptr;        // accelerators: the framework's native stream (null: default)
-  ReduceOp op = ReduceOp::kSum;
-  double prescale = 1.0;
-  double postscale = 1.0;
-  int root_rank = -1;            // broadcast: global rank
-  std::vector<int64_t> splits;   // alltoall: rows per destination; empty = equal
-};
-
-class Runtime {
+class Runtime : private CycleHost {
  public:
-  Runtime();
+  // register_devices: adds the host (kCPU) device and its backends to this
+  // Runtime's registry (e.g. RegisterCpuDevice); called once, here. The
+  // accelerator kind (kPlugin) the Runtime registers itself. Init fails
+  // when no kCPU device was registered.
+  explicit Runtime(const DeviceRegistrar& register_devices);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -91,7 +83,7 @@ class Runtime {
   // For callers that will not Wait on their Works (they take completion
   // callbacks, e.g. TensorFlow's async kernels): starts the background
   // thread's next cycle now instead of at its timer (NOTE [Inline cycles]).
-  void RequestProgress() { Wake(); }
+  void RequestProgress() { cycles_.Wake(); }
 
   // Collective over all ranks; blocks. *id receives the new set's id.
   Status AddProcessSet(std::vector<int> ranks, int* id);
@@ -118,52 +110,22 @@ class Runtime {
   // framework's stream, the event the communication stream waits for before
   // reading e's input (accelerator tensors).
   Status RecordReady(const EnqueueArgs& a, TensorEntry* e);
+  // BuildRequest, then e's buffers, Work and (accelerators) ready event.
   // Moves a's name and shape into e->request when it succeeds.
-  Status ValidateAndBuild(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
+  Status BuildEntry(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
   Status EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n);
-  void BackgroundLoop();
-  // One negotiation + execution cycle over every process set this rank is
-  // in; the caller holds the cycle mutex. Returns false when the loop must
-  // end (FailEverything has run). *waiting: some request of this rank is
-  // still unanswered; *progressed: some response was executed; *all_idle: no
-  // rank had anything in flight (NOTE [Cycle pacing]).
-  bool RunCycle(bool* waiting, bool* progressed, bool* all_idle);
-  // NOTE [Inline cycles]
-  class CycleDriver;
-  std::shared_ptr<WorkDriver> NewCycleDriver();  // per Init; Works point to it
-  void DetachCycleDriver();                      // Shutdown, after the loop ended
-  void DriveLocked(const Work& w, std::chrono::steady_clock::time_point deadline);
-  // Some set of this rank has requests not yet answered by negotiation.
-  bool Negotiating();
-  // Cycle mutex held: does a cycle have anything to do (NOTE [Quiet cycles])?
-  // *device_busy: some device executor has work in flight (its completions
-  // and health are then polled even when no cycle runs).
-  bool CycleWantedLocked(bool* device_busy);
-  void NoteEnqueued();
-  // NOTE [Enqueue bursts] in runtime_cycles.cc. InEnqueueBurst: the latest
-  // op was enqueued less than kEnqueueGap ago. AwaitEnqueueLull (background
-  // thread): waits until that is no longer so, `cap` passes, shutdown or a
-  // device completion (true: run the cycle), or a framework thread drives
-  // the cycles (false: skip it).
-  static constexpr std::chrono::microseconds kEnqueueGap{50};
-  bool InEnqueueBurst() const;
-  bool AwaitEnqueueLull(std::chrono::steady_clock::time_point cap);
-  // After driving: w's op runs on a device; waits for device completions
-  // and polls them on this thread until w completes or the deadline.
-  void AwaitDeviceCompletion(const Work& w, std::chrono::steady_clock::time_point deadline);
-  void NotePolled();  // after polling device executors: wakes AwaitDeviceCompletion
+  // CycleHost (runtime_cycles.cc): what one cycle does; see cycle_loop.h.
+  bool RunCycle(bool* waiting, bool* progressed, bool* all_idle) override;
+  bool CycleWanted(bool* device_busy) override;
+  bool Negotiating() override;
+  bool PollDevices() override;
+  double CycleTimeMs() override;
   void HandleProcessSetResponse(const Response& r, ProcessSetState* global);
   void FailEverything(const Status& st);
-  void Wake();
-  // From a device-runtime thread: in-flight device work may have finished.
-  void WakeForCompletion();
-  // Polls the device executors' completions and health without a
-  // negotiation cycle; false when the loop must end.
-  bool PollDeviceWork();
 
-  Registry registry_;
+  Registry registry_;  // filled by the constructor, then read only
   Config config_;
-  bool mpi_controller_ = false;  // HOROVOD_CONTROLLER=mpi (checked at Init)
+  BackendSelection selection_;  // per Init, over registry_ and config_
   Logger log_;
   Accelerators accel_{&log_};
   double accel_timeout_seconds_ = 0;  // HOROVOD_ACCEL_TIMEOUT_SECONDS
@@ -176,7 +138,7 @@ class Runtime {
   double deadlock_seconds_ = 0;  // HOROVOD_DEADLOCK_TIMEOUT_SECONDS
   // The fusion threshold and cycle time in effect, tuned with
   // HOROVOD_AUTOTUNE (docs/design/autotune.md); made per Init, shared with
-  // every set's controller, read by BackgroundLoop each cycle.
+  // every set's controller, read each cycle (CycleTimeMs).
   std::shared_ptr<ParameterManager> tunables_;
   Timeline timeline_;
   bool timeline_allowed_ = false;
@@ -196,40 +158,13 @@ class Runtime {
   std::vector<std::unique_ptr<ProcessSetState>> retired_sets_;
 
   std::atomic<bool> initialized_{false};
-  std::atomic<bool> shutdown_requested_{false};
   std::mutex failure_mu_;
   Status failure_;  // set once the background loop died
 
-  // NOTE [Inline cycles]: a framework thread that is about to block on a
-  // Work whose op still needs negotiation runs the cycles itself (Work::Wait
-  // -> CycleDriver::Drive) instead of waking the background thread and
-  // sleeping until it is done: a small op then costs no thread hand-off at
-  // all, which on hosts with fewer cores than busy threads is most of its
-  // latency. Cycles stay collective and in one order per rank because
-  // whoever runs one holds the cycle mutex (driver_->mu()); the background
-  // thread keeps its timer pace for ops nobody waits on yet and skips its
-  // cycle while a framework thread drives. HOROVOD_INLINE_CYCLES=0 turns it
-  // off (every enqueue then wakes the background thread).
-  std::shared_ptr<CycleDriver> driver_;
-  std::shared_ptr<WorkDriver> work_driver_;  // driver_, as every Work sees it
-  bool inline_cycles_ = true;
-  std::atomic<int> drivers_{0};           // framework threads inside Drive
-  std::atomic<bool> loop_ended_{false};   // this generation's cycles are over
-  std::atomic<bool> backed_off_{false};   // background thread in idle back-off
-  // steady_clock time (ns since its epoch) of the latest enqueue; read by
-  // the background thread (NOTE [Enqueue bursts] in runtime_cycles.cc).
-  std::atomic<int64_t> last_enqueue_ns_{0};
-
-  std::mutex wake_mu_;
-  std::condition_variable wake_cv_;
-  bool wake_pending_ = false;
-  bool completion_pending_ = false;  // set by WakeForCompletion
-  // Framework threads in AwaitDeviceCompletion; they, not the background
-  // thread, are told about device completions while there are any.
-  int completion_waiters_ = 0;
-  uint64_t device_polls_ = 0;  // device executors polled (NotePolled)
-  std::condition_variable completion_cv_;
-  std::thread thread_;
+  // The background thread and who runs cycles when (NOTE [Inline cycles] in
+  // cycle_loop.h); started per Init, stopped by Shutdown. Last member:
+  // destroyed (stopped) first.
+  CycleLoop cycles_{this};
 };
 
 }  // namespace hvda

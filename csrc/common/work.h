@@ -39,7 +39,7 @@ class HostBuffer {
 class Work;
 
 // Something that can make progress on a Work from the thread about to block
-// on it (NOTE [Inline cycles] in runtime.h: the Runtime runs negotiation
+// on it (NOTE [Inline cycles] in cycle_loop.h: the Runtime runs negotiation
 // cycles on the waiting thread instead of handing off to its background
 // thread). Drive returns once the Work completed, the deadline passed, or
 // driving cannot help (the op runs on a device; the job ended); it never

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "common/runtime.h"
+#include "devices/cpu/register.h"
 #include "python/bindings.h"
 #include "python/enqueue_args.h"
 
@@ -64,7 +65,8 @@ void BindRuntime(py::module_& m) {
       .def_readonly("stream", &DeviceRef::stream);
 
   py::class_<Runtime>(m, "Runtime")
-      .def(py::init<>())
+      // The binding knows the concrete devices; the core is handed them.
+      .def(py::init([] { return std::make_unique<Runtime>(RegisterCpuDevice); }))
       .def(
           "init",
           [](Runtime& rt, const std::vector<std::vector<int>>& sets, bool dynamic,

@@ -124,6 +124,10 @@ struct CommunicatorSpec {
   // HOROVOD_SHM_SEGMENT_BYTES). Borrowed; valid during Create only; may be
   // null (tests), then backends use their defaults.
   const Config* config = nullptr;
+  // The device whose memory the backend's buffers are in: null for host
+  // (kCPU) backends; for accelerator (kPlugin) backends the bound device.
+  // Borrowed; outlives the backend.
+  Device* device = nullptr;
 };
 
 }  // namespace hvda

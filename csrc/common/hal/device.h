@@ -16,7 +16,10 @@
 
 namespace hvda {
 
-enum class DeviceKind : int32_t { kCPU = 0, kCUDA = 1, kGCU = 2, kPlugin = 3 };
+// kCPU: the host device (one registration, injected into the Runtime).
+// kPlugin: every accelerator, whatever its vendor, through a device plugin
+// (csrc/common/plugin, docs/design/plugins.md).
+enum class DeviceKind : int32_t { kCPU = 0, kPlugin = 1 };
 
 // Streams and events (NOTE [Streams on the HAL]). Opaque: each device
 // defines its own and accepts only its own. Owned by whoever created them
@@ -32,7 +35,7 @@ class Event {
 };
 
 // NOTE [Streams on the HAL]: work enqueued on one stream runs in order,
-// asynchronously to the host, as on CUDA or TOPS. The core orders streams
+// asynchronously to the host, as on the accelerator runtimes. The core orders streams
 // only through events (RecordEvent + StreamWaitEvent) and learns that work
 // finished by querying an event, never by synchronizing a stream after each
 // operation. A device without asynchrony (the CPU) runs every call at once:

@@ -309,7 +309,7 @@ Status PluginBackend::Alltoallv(const void* in, const std::vector<int64_t>& send
     return Check(ccl_->alltoallv(in, sc.data(), sd.data(), out, rc.data(), rd.data(), HVDA_UINT8,
                                  comm_, h),
                  "alltoallv");
-  // Grouped send/recv with every peer (NCCL's recipe).
+  // Grouped send/recv with every peer (the usual recipe of the vendor libraries).
   HVDA_RETURN_IF_ERROR(Check(ccl_->group_start(), "group_start"));
   Status st;
   for (int r = 0; r < size_ && st.ok(); ++r) {
@@ -354,5 +354,23 @@ Status PluginBackend::AsyncError() const {
 }
 
 void PluginBackend::Abort() { ccl_->comm_abort(comm_); }
+
+void RegisterPluginDevice(Registry* registry) {
+  DeviceRegistration device;
+  device.kind = DeviceKind::kPlugin;
+  device.name = "plugin";
+  registry->AddDevice(std::move(device));
+
+  BackendRegistration backend;
+  backend.name = "plugin";
+  backend.device = DeviceKind::kPlugin;
+  backend.create = [](const CommunicatorSpec& spec, std::unique_ptr<CollectiveBackend>* out) {
+    auto* device = dynamic_cast<PluginDevice*>(spec.device);
+    if (device == nullptr)
+      return Status::InvalidArgument("plugin backend: the communicator has no plugin device");
+    return PluginBackend::Create(device->library_ptr(), device, spec, out);
+  };
+  registry->AddBackend(std::move(backend));
+}
 
 }  // namespace hvda

@@ -16,6 +16,7 @@
 
 #include "common/hal/collective_backend.h"
 #include "common/hal/device.h"
+#include "common/hal/registry.h"
 #include "common/plugin/plugin_library.h"
 
 namespace hvda {
@@ -40,7 +41,7 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   // microseconds on real runtimes. Thread-safe (framework threads take, the
   // background thread gives back). An event given back may be recorded
   // again at once: waits already enqueued on it keep the record they saw
-  // (stream_wait_event's contract in plugin.h, as in CUDA and TOPS). The
+  // (stream_wait_event's contract in plugin.h, as on the vendor runtimes). The
   // Executor keeps its own unsynchronized spares for completion events, on
   // the background thread only.
   Status TakeEvent(std::unique_ptr<Event>* event);
@@ -128,5 +129,12 @@ class PluginBackend : public CollectiveBackend {
   void* scratch_ = nullptr;  // device memory for composed collectives
   size_t scratch_bytes_ = 0;
 };
+
+// Registers the accelerator kind (DeviceKind::kPlugin): every device plugin,
+// whatever its vendor, is one device kind whose backend ("plugin") maps the
+// plugin's collective library (PluginBackend). Its `create` needs
+// spec.device to be a PluginDevice (the Accelerators' bound device). The
+// Runtime calls it itself: the plugin ABI is part of the core.
+void RegisterPluginDevice(Registry* registry);
 
 }  // namespace hvda

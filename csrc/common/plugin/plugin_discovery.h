@@ -27,7 +27,7 @@ struct HostApi {
   const Logger* log;  // borrowed; may be null (warnings and errors go to stderr)
 };
 
-// "gcu,/opt/x/libfoo.so" -> the library paths to dlopen, in order, without
+// "acme,/opt/x/libfoo.so" -> the library paths to dlopen, in order, without
 // duplicates. A spec with a '/' or ending in ".so" is a path; a name is
 // looked up as libhorovod_accel_<name>.so in search_dirs, else left bare for
 // the dynamic linker.

@@ -1,5 +1,7 @@
 #include "common/util/config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -154,5 +156,30 @@ const std::string& Config::GetString(const std::string& env) const {
 int64_t Config::GetInt(const std::string& env) const { return std::stoll(GetString(env)); }
 double Config::GetFloat(const std::string& env) const { return std::stod(GetString(env)); }
 bool Config::GetBool(const std::string& env) const { return ParseBool(GetString(env)); }
+
+// Upstream's selection values. Upstream's HOROVOD_GPU_OPERATIONS /
+// HOROVOD_GPU_<OP> chose, at build time, which library runs GPU collectives
+// (the seeds set NCCL). Here the accelerator's plugin always runs them with
+// its collective library, which is what NCCL (or a vendor's NCCL-like
+// library) means; host-staged choices are refused with a clear message
+// instead of being silently ignored.
+Status CheckGpuOperations(const Config& config) {
+  for (const char* var : {"HOROVOD_GPU_OPERATIONS", "HOROVOD_GPU_ALLREDUCE",
+                          "HOROVOD_GPU_ALLGATHER", "HOROVOD_GPU_BROADCAST",
+                          "HOROVOD_GPU_ALLTOALL", "HOROVOD_GPU_REDUCESCATTER"}) {
+    std::string v = config.GetString(var);
+    std::transform(v.begin(), v.end(), v.begin(), ::toupper);
+    if (v.empty() || v == "NCCL" || v == "ECCL" || v == "RCCL" || v == "CCL") continue;
+    return Status::InvalidArgument(
+        std::string(var) + "=" + config.GetString(var) + " is not available: horovod_accel runs "
+        "accelerator collectives with the device plugin's collective library (NCCL on CUDA, "
+        "ECCL on GCU). Set " + var + "=NCCL (or unset it).");
+  }
+  return Status::OK();
+}
+
+bool IsUpstreamCpuOperationNotBuilt(const std::string& name) {
+  return name == "ccl" || name == "nccl";
+}
 
 }  // namespace hvda

@@ -46,4 +46,15 @@ class Config {
   std::map<std::string, bool> set_by_user_;
 };
 
+// Upstream-compatible selection values (config.cc is the only place the core
+// names vendor collective libraries).
+// InvalidArgument unless every HOROVOD_GPU_OPERATIONS / HOROVOD_GPU_<OP> is
+// unset or names the accelerator plugin's own collective library (upstream's
+// value or a vendor's equivalent): the plugin always runs accelerator
+// collectives.
+Status CheckGpuOperations(const Config& config);
+// Whether `name` (lower case) is a HOROVOD_CPU_OPERATIONS value upstream
+// accepted whose backend this build does not have; selection skips it.
+bool IsUpstreamCpuOperationNotBuilt(const std::string& name);
+
 }  // namespace hvda

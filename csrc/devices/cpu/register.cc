@@ -37,6 +37,16 @@ void RegisterCpuDevice(Registry* registry) {
   device.kind = DeviceKind::kCPU;
   device.name = "cpu";
   device.create = [] { return std::unique_ptr<Device>(new cpu::HostDevice()); };
+  // The autotune log's hierarchical columns: what the "gloo" backend below
+  // builds on the whole job (not tuned).
+  device.hierarchy = [](const CommunicatorSpec& job, const Config& config) {
+    HierarchyUse use;
+    if (cpu::HierarchicalBackend::HasHierarchy(job)) {
+      use.allreduce = HierarchyWanted(config, "HOROVOD_HIERARCHICAL_ALLREDUCE");
+      use.allgather = HierarchyWanted(config, "HOROVOD_HIERARCHICAL_ALLGATHER");
+    }
+    return use;
+  };
   registry->AddDevice(std::move(device));
 
   BackendRegistration shm;
@@ -82,11 +92,13 @@ void RegisterCpuDevice(Registry* registry) {
   BackendRegistration mpi;
   mpi.name = "mpi";
   mpi.device = DeviceKind::kCPU;
-  mpi.available = [](const Config& config) {
-    return cpu::MpiBackend::JobAvailable(config, "HOROVOD_CPU_OPERATIONS=mpi");
-  };
+  mpi.available = cpu::MpiBackend::JobAvailable;
   mpi.usable = [](const CommunicatorSpec&) { return true; };
   mpi.create = cpu::MpiBackend::CreateForJob;
+  // HOROVOD_CONTROLLER=mpi: negotiation over the job's MPI, on the data
+  // plane's mpi communicator when the set has one, else on its own.
+  mpi.control_hint = "mpi in a job started by mpirun";
+  mpi.create_control = cpu::MpiBackend::CreateForJob;
   registry->AddBackend(std::move(mpi));
 }
 
