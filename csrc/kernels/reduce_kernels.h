@@ -44,12 +44,4 @@ void Scale(void* buf, int64_t count, DataType dtype, double factor);
 
 }  // namespace kernels
 
-// The CPU device's code and tests name these unqualified from namespace cpu.
-namespace cpu {
-using kernels::IsReducible;
-using kernels::Reduce2;
-using kernels::ReduceN;
-using kernels::Scale;
-}  // namespace cpu
-
 }  // namespace hvda

@@ -384,7 +384,7 @@ TEST(ShmBackendTest, AllreduceSpansEqualsOneConcatenatedBuffer) {
             for (int64_t i = 0; i < counts[k]; ++i) {
               std::vector<char> want(esize);
               Put(want.data(), 0, t, Expected(n, at + i, op, t));
-              if (post != 1.0) Scale(want.data(), 1, t, post);
+              if (post != 1.0) kernels::Scale(want.data(), 1, t, post);
               ASSERT_EQ(Load(spans[k].out, i, t), Load(want.data(), 0, t))
                   << DataTypeName(t) << " " << ReduceOpName(op) << " x" << post << " span " << k
                   << " i " << i;

@@ -20,17 +20,17 @@ using testing::FromBits;
 
 TEST(CpuKernels, ScaleTruncatesIntegersTowardZero) {
   std::vector<int32_t> v = {-7, 7, 5, -5, 0};
-  Scale(v.data(), 5, DataType::kInt32, 0.5);
+  kernels::Scale(v.data(), 5, DataType::kInt32, 0.5);
   EXPECT_EQ(v, (std::vector<int32_t>{-3, 3, 2, -2, 0}));
   std::vector<uint8_t> u = {255, 3};
-  Scale(u.data(), 2, DataType::kUInt8, 1.0 / 3.0);
+  kernels::Scale(u.data(), 2, DataType::kUInt8, 1.0 / 3.0);
   EXPECT_EQ(u, (std::vector<uint8_t>{85, 1}));
   std::vector<uint16_t> h = {FloatToHalf(3.0f), FloatToHalf(-1.5f)};
-  Scale(h.data(), 2, DataType::kFloat16, 0.5);
+  kernels::Scale(h.data(), 2, DataType::kFloat16, 0.5);
   EXPECT_EQ(HalfToFloat(h[0]), 1.5f);
   EXPECT_EQ(HalfToFloat(h[1]), -0.75f);
   std::vector<double> d = {1.0, 3.0};
-  Scale(d.data(), 2, DataType::kFloat64, 0.25);
+  kernels::Scale(d.data(), 2, DataType::kFloat64, 0.25);
   EXPECT_EQ(d, (std::vector<double>{0.25, 0.75}));
 }
 
@@ -47,7 +47,7 @@ TEST(CpuKernels, Float32ScalingRoundsTheDoubleProductOnce) {
       std::vector<float> in(static_cast<size_t>(n));
       for (auto& f : in) f = FromBits(any(rng));
       std::vector<float> out = in;
-      Scale(out.data(), n, DataType::kFloat32, factor);
+      kernels::Scale(out.data(), n, DataType::kFloat32, factor);
       for (int64_t i = 0; i < n; ++i) {
         const float want = static_cast<float>(static_cast<double>(in[i]) * factor);
         if (std::isnan(want)) {
@@ -76,39 +76,39 @@ TEST(CpuKernels, ScaleFactorsFollowUpstreamsContract) {
   EXPECT_EQ(PostScaleFactor(DataType::kFloat64, 0.3, true, 3), 0.3 / 3);
   // 9 * 0.1f rounds to 0.90000004f, 9 * 0.1 to 0.9f: the two rules differ here.
   std::vector<float> nine = {9.0f, 9.0f};
-  Scale(nine.data(), 1, DataType::kFloat32, RoundScaleFactor(DataType::kFloat32, 0.1));
-  Scale(nine.data() + 1, 1, DataType::kFloat32, 0.1);
+  kernels::Scale(nine.data(), 1, DataType::kFloat32, RoundScaleFactor(DataType::kFloat32, 0.1));
+  kernels::Scale(nine.data() + 1, 1, DataType::kFloat32, 0.1);
   EXPECT_EQ(nine[0], 0.90000004f);
   EXPECT_EQ(nine[1], 0.9f);
   // Average over 3 ranks: 5 / 3 correctly rounded (1.6666666f), not
   // 5 * float(1/3) (1.6666667f).
   std::vector<float> five = {5.0f};
-  Scale(five.data(), 1, DataType::kFloat32, PostScaleFactor(DataType::kFloat32, 1.0, true, 3));
+  kernels::Scale(five.data(), 1, DataType::kFloat32, PostScaleFactor(DataType::kFloat32, 1.0, true, 3));
   EXPECT_EQ(five[0], 5.0f / 3.0f);
   std::vector<int32_t> ints = {7, -7};
-  Scale(ints.data(), 2, DataType::kInt32, RoundScaleFactor(DataType::kInt32, 0.7231742));
+  kernels::Scale(ints.data(), 2, DataType::kInt32, RoundScaleFactor(DataType::kInt32, 0.7231742));
   EXPECT_EQ(ints, (std::vector<int32_t>{5, -5}));
 }
 
 TEST(CpuKernels, ReduceOpsAndWrapAround) {
   std::vector<int8_t> a = {100, -3, 5}, b = {100, 4, -6};
-  Reduce2(a.data(), a.data(), b.data(), 3, DataType::kInt8, ReduceOp::kSum);
+  kernels::Reduce2(a.data(), a.data(), b.data(), 3, DataType::kInt8, ReduceOp::kSum);
   EXPECT_EQ(a, (std::vector<int8_t>{-56, 1, -1}));
   std::vector<float> x = {1, 5, -2}, y = {3, 2, -1};
   std::vector<float> out(3);
-  Reduce2(out.data(), x.data(), y.data(), 3, DataType::kFloat32, ReduceOp::kMin);
+  kernels::Reduce2(out.data(), x.data(), y.data(), 3, DataType::kFloat32, ReduceOp::kMin);
   EXPECT_EQ(out, (std::vector<float>{1, 2, -2}));
-  Reduce2(out.data(), x.data(), y.data(), 3, DataType::kFloat32, ReduceOp::kMax);
+  kernels::Reduce2(out.data(), x.data(), y.data(), 3, DataType::kFloat32, ReduceOp::kMax);
   EXPECT_EQ(out, (std::vector<float>{3, 5, -1}));
-  Reduce2(out.data(), x.data(), y.data(), 3, DataType::kFloat32, ReduceOp::kProduct);
+  kernels::Reduce2(out.data(), x.data(), y.data(), 3, DataType::kFloat32, ReduceOp::kProduct);
   EXPECT_EQ(out, (std::vector<float>{3, 10, 2}));
   std::vector<int64_t> p = {1, 2}, q = {3, 4}, r = {5, 6};
   const void* srcs[3] = {p.data(), q.data(), r.data()};
-  ReduceN(p.data(), srcs, 3, 2, DataType::kInt64, ReduceOp::kSum);
+  kernels::ReduceN(p.data(), srcs, 3, 2, DataType::kInt64, ReduceOp::kSum);
   EXPECT_EQ(p, (std::vector<int64_t>{9, 12}));
-  EXPECT_FALSE(IsReducible(DataType::kBool, ReduceOp::kSum));
-  EXPECT_FALSE(IsReducible(DataType::kFloat32, ReduceOp::kAverage));
-  EXPECT_TRUE(IsReducible(DataType::kBFloat16, ReduceOp::kProduct));
+  EXPECT_FALSE(kernels::IsReducible(DataType::kBool, ReduceOp::kSum));
+  EXPECT_FALSE(kernels::IsReducible(DataType::kFloat32, ReduceOp::kAverage));
+  EXPECT_TRUE(kernels::IsReducible(DataType::kBFloat16, ReduceOp::kProduct));
 }
 
 TEST(CpuKernels, HalfReduceRoundsOnce) {
@@ -117,7 +117,7 @@ TEST(CpuKernels, HalfReduceRoundsOnce) {
   std::vector<uint16_t> a = {FloatToHalf(1.0f)}, b = {FloatToHalf(1.0f / 2048)},
                         c = {FloatToHalf(1.0f / 2048)};
   const void* srcs[3] = {a.data(), b.data(), c.data()};
-  ReduceN(a.data(), srcs, 3, 1, DataType::kFloat16, ReduceOp::kSum);
+  kernels::ReduceN(a.data(), srcs, 3, 1, DataType::kFloat16, ReduceOp::kSum);
   EXPECT_EQ(HalfToFloat(a[0]), 1.0f + 1.0f / 1024);
 }
 

@@ -32,6 +32,29 @@ class PluginEvent : public Event {
 
 hvda_event_t EventHandle(Event* e) { return static_cast<PluginEvent*>(e)->handle(); }
 
+// D and R pass the core's enums to the plugin by value: the numbering of
+// plugin.h (a frozen ABI) and of dtype.h must agree entry by entry.
+#define HVDA_PIN(abi, core) static_assert(abi == static_cast<int32_t>(core), #abi " numbering")
+HVDA_PIN(HVDA_UINT8, DataType::kUInt8);
+HVDA_PIN(HVDA_INT8, DataType::kInt8);
+HVDA_PIN(HVDA_INT16, DataType::kInt16);
+HVDA_PIN(HVDA_INT32, DataType::kInt32);
+HVDA_PIN(HVDA_INT64, DataType::kInt64);
+HVDA_PIN(HVDA_FLOAT16, DataType::kFloat16);
+HVDA_PIN(HVDA_BFLOAT16, DataType::kBFloat16);
+HVDA_PIN(HVDA_FLOAT32, DataType::kFloat32);
+HVDA_PIN(HVDA_FLOAT64, DataType::kFloat64);
+HVDA_PIN(HVDA_BOOL, DataType::kBool);
+HVDA_PIN(HVDA_UINT16, DataType::kUInt16);
+static_assert(kNumDataTypes == 11, "a new DataType needs its hvda_dtype in plugin.h and a pin here");
+HVDA_PIN(HVDA_AVERAGE, ReduceOp::kAverage);
+HVDA_PIN(HVDA_SUM, ReduceOp::kSum);
+HVDA_PIN(HVDA_ADASUM, ReduceOp::kAdasum);
+HVDA_PIN(HVDA_MIN, ReduceOp::kMin);
+HVDA_PIN(HVDA_MAX, ReduceOp::kMax);
+HVDA_PIN(HVDA_PRODUCT, ReduceOp::kProduct);
+#undef HVDA_PIN
+
 hvda_dtype D(DataType t) { return static_cast<hvda_dtype>(static_cast<int32_t>(t)); }
 hvda_reduce_op R(ReduceOp op) { return static_cast<hvda_reduce_op>(static_cast<int32_t>(op)); }
 

@@ -57,7 +57,7 @@ GlooBackend::GlooBackend(std::shared_ptr<gloo::Context> ctx, const CommunicatorS
 
 bool GlooBackend::Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const {
   if (kind == CollectiveKind::kAllreduce || kind == CollectiveKind::kReducescatter)
-    return IsReducible(dtype, op);
+    return kernels::IsReducible(dtype, op);
   return IsValidDataType(static_cast<int32_t>(dtype));
 }
 
@@ -90,7 +90,7 @@ Status GlooBackend::CheckVector(const char* op, size_t n) const {
 }
 
 Status GlooBackend::Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op, Stream*) {
-  if (!IsReducible(dtype, op))
+  if (!kernels::IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("gloo backend: cannot allreduce ") +
                                    DataTypeName(dtype) + " with " + ReduceOpName(op) + ".");
   // Every rank has the same count, so skipping is collective-consistent.
@@ -99,7 +99,7 @@ Status GlooBackend::Allreduce(void* buffer, int64_t count, DataType dtype, Reduc
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds_ * 1000));
   gloo::AllreduceOptions::Func reduce = [dtype, op](void* o, const void* a, const void* b,
                                                     size_t n) {
-    Reduce2(o, a, b, static_cast<int64_t>(n), dtype, op);
+    kernels::Reduce2(o, a, b, static_cast<int64_t>(n), dtype, op);
   };
   return Guard("allreduce", [&] {
     switch (DataTypeSize(dtype)) {
@@ -174,7 +174,7 @@ Status GlooBackend::Reducescatter(const void* in, void* out,
                                   const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                   ReduceOp op, Stream*) {
   HVDA_RETURN_IF_ERROR(CheckVector("reducescatter", counts_per_rank.size()));
-  if (!IsReducible(dtype, op))
+  if (!kernels::IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("gloo backend: cannot reducescatter ") +
                                    DataTypeName(dtype) + " with " + ReduceOpName(op) + ".");
   const int64_t esize = static_cast<int64_t>(DataTypeSize(dtype));
@@ -194,7 +194,7 @@ Status GlooBackend::Reducescatter(const void* in, void* out,
   if (mine == 0) return Status::OK();
   std::vector<const void*> srcs(size_);
   for (int r = 0; r < size_; ++r) srcs[r] = scratch_.data() + r * mine * esize;
-  ReduceN(out, srcs.data(), size_, mine, dtype, op);
+  kernels::ReduceN(out, srcs.data(), size_, mine, dtype, op);
   return Status::OK();
 }
 

@@ -47,18 +47,18 @@ Status HostExecution::CreateEvent(std::unique_ptr<Event>* event) {
 }
 
 Status HostExecution::Scale(void* buf, int64_t count, DataType dtype, double factor, Stream*) {
-  cpu::Scale(buf, count, dtype, factor);
+  kernels::Scale(buf, count, dtype, factor);
   return Status::OK();
 }
 
 Status HostExecution::ReduceInto(void* dst, const void* src, int64_t count, DataType dtype,
                                  ReduceOp op, Stream*) {
-  if (!IsReducible(dtype, op))
+  if (!kernels::IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("cpu device: cannot reduce ") +
                                    DataTypeName(dtype) + " with " + ReduceOpName(op) +
                                    "; supported ops are Sum, Min, Max and Product over every "
                                    "dtype except bool.");
-  Reduce2(dst, dst, src, count, dtype, op);
+  kernels::Reduce2(dst, dst, src, count, dtype, op);
   return Status::OK();
 }
 

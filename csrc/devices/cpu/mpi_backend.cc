@@ -73,7 +73,7 @@ MpiBackend::~MpiBackend() {
 
 bool MpiBackend::Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const {
   if (kind == CollectiveKind::kAllreduce || kind == CollectiveKind::kReducescatter)
-    return IsReducible(dtype, op) &&
+    return kernels::IsReducible(dtype, op) &&
            shim_->supports(static_cast<int>(dtype), static_cast<int>(op)) != 0;
   return IsValidDataType(static_cast<int32_t>(dtype));
 }

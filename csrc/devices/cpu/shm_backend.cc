@@ -96,7 +96,7 @@ Status ShmBackend::Create(const CommunicatorSpec& spec, int64_t segment_bytes,
 
 bool ShmBackend::Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const {
   if (kind == CollectiveKind::kAllreduce || kind == CollectiveKind::kReducescatter)
-    return IsReducible(dtype, op);
+    return kernels::IsReducible(dtype, op);
   return IsValidDataType(static_cast<int32_t>(dtype));
 }
 

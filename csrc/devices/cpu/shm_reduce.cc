@@ -127,7 +127,7 @@ Status ShmBackend::Allreduce(void* buffer, int64_t count, DataType dtype, Reduce
 Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
                                   double postscale, Stream*) {
   HVDA_RETURN_IF_ERROR(Check("allreduce", size_));
-  if (!IsReducible(dtype, op))
+  if (!kernels::IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("shm backend: allreduce does not support ") +
                                    DataTypeName(dtype) + " with " + ReduceOpName(op) + ".");
   const int64_t esize = DataTypeSize(dtype);
@@ -142,7 +142,7 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
   if (size_ == 1) {
     for (const Span& s : spans) {
       if (s.in != s.out) CopyBytes(s.out, s.in, s.count * esize);
-      if (scaled) Scale(s.out, s.count, dtype, postscale);
+      if (scaled) kernels::Scale(s.out, s.count, dtype, postscale);
     }
     return Status::OK();
   }
@@ -193,8 +193,8 @@ Status ShmBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype
           // identical everywhere (floating-point sums depend on it).
           for (int p = 0; p < size_; ++p)
             srcs[p] = p == rank_ ? in(s, first + b) : slot(p, prev, rank_, lo, at + b);
-          ReduceN(out(s, first + b), srcs.data(), size_, m, dtype, op);
-          if (scaled) Scale(out(s, first + b), m, dtype, postscale);
+          kernels::ReduceN(out(s, first + b), srcs.data(), size_, m, dtype, op);
+          if (scaled) kernels::Scale(out(s, first + b), m, dtype, postscale);
           copies.Publish(slot(rank_, h, rank_, lo, at + b), out(s, first + b), m * esize);
         }
       });
@@ -242,8 +242,8 @@ Status ShmBackend::AllreduceSmall(const std::vector<Span>& spans, DataType dtype
   at = 0;
   for (const Span& s : spans) {
     for (int p = 0; p < size_; ++p) srcs[p] = p == rank_ ? s.in : Half(p, h) + at;
-    ReduceN(s.out, srcs.data(), size_, s.count, dtype, op);
-    if (postscale != 1.0) Scale(s.out, s.count, dtype, postscale);
+    kernels::ReduceN(s.out, srcs.data(), size_, s.count, dtype, op);
+    if (postscale != 1.0) kernels::Scale(s.out, s.count, dtype, postscale);
     at += s.count * esize;
   }
   return Status::OK();
@@ -256,7 +256,7 @@ Status ShmBackend::Reducescatter(const void* in, void* out,
                                  const std::vector<int64_t>& counts_per_rank, DataType dtype,
                                  ReduceOp op, Stream*) {
   HVDA_RETURN_IF_ERROR(Check("reducescatter", counts_per_rank.size()));
-  if (!IsReducible(dtype, op))
+  if (!kernels::IsReducible(dtype, op))
     return Status::InvalidArgument(std::string("shm backend: reducescatter does not support ") +
                                    DataTypeName(dtype) + " with " + ReduceOpName(op) + ".");
   const int64_t esize = DataTypeSize(dtype);
@@ -285,7 +285,7 @@ Status ShmBackend::Reducescatter(const void* in, void* out,
     if (own > 0) {
       for (int p = 0; p < size_; ++p)
         srcs[p] = p == rank_ ? src + (first[rank_] + off) * esize : Half(p, h) + rank_ * region * esize;
-      ReduceN(dst + off * esize, srcs.data(), size_, own, dtype, op);
+      kernels::ReduceN(dst + off * esize, srcs.data(), size_, own, dtype, op);
     }
   }
   return Status::OK();
