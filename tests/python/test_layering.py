@@ -1,6 +1,7 @@
 """The tree's layering rules (issue 26), read from the source without running
 it: no Python import circle, common/ never imports the launcher, the core in
-csrc/common/ includes no concrete device, and no source file over 600 lines.
+csrc/common/ includes no concrete device, no #include circle in csrc/, the
+shared kernels below everything else, and no source file over 600 lines.
 """
 import importlib.util
 import re
@@ -62,6 +63,42 @@ def test_core_includes_no_device():
     offenders = sorted(str(path.relative_to(REPO)) for path in (REPO / "csrc" / "common").rglob("*")
                        if path.is_file() and include.search(path.read_text(errors="replace")))
     assert not offenders, "csrc/common/ must not include csrc/devices/: " + ", ".join(offenders)
+
+
+def _cpp_include_graph():
+    """File-level #include "..." graph of csrc/ (paths relative to csrc/ or csrc/include/, or
+    beside the including file)."""
+    csrc = REPO / "csrc"
+    include = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+    graph = {}
+    for path in csrc.rglob("*"):
+        if not path.is_file() or path.suffix not in {".h", ".cc", ".c", ".cpp"}:
+            continue
+        edges = set()
+        for name in include.findall(path.read_text(errors="replace")):
+            for base in (csrc, csrc / "include", path.parent):
+                if (base / name).is_file():
+                    edges.add(str((base / name).resolve().relative_to(csrc)))
+                    break
+        graph[str(path.relative_to(csrc))] = edges
+    return graph
+
+
+def test_no_cpp_include_circle(checker):
+    graph = _cpp_include_graph()
+    assert "common/runtime.cc" in graph and "common/runtime.h" in graph["common/runtime.cc"]
+    found = checker.cycles(graph)
+    assert not found, "#include circles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_shared_kernels_depend_only_on_the_dtype_vocabulary():
+    """csrc/kernels/ is below both the core and the devices: it may include only itself and
+    common/dtype.h (and what that includes)."""
+    allowed = {"common/dtype.h"}
+    graph = _cpp_include_graph()
+    offenders = sorted(f"{f} includes {t}" for f, ts in graph.items() if f.startswith("kernels/")
+                       for t in ts if not t.startswith("kernels/") and t not in allowed)
+    assert not offenders, "; ".join(offenders)
 
 
 def _is_test(path):
