@@ -9,9 +9,9 @@ only converts tensors; naming, the handle table and waiting live here.
 The per-op fast path (`submit_allreduce`: one named allreduce whose result
 needs no finish) returns the core `Work` itself as the handle and keeps the
 result (or a `KeepAlive`) beside it in the table: a Handle object, its list
-and its attribute reads were about a sixth of a small allreduce_async_ +
-synchronize (np 1, one 2-core VM: 3.42 -> 2.96 us per op). Users only pass
-handles to poll()/synchronize(), as upstream's integer handles.
+and its attribute reads were a measurable share of a small op
+(docs/design/core_binding.md, "Work"). Users only pass handles to
+poll()/synchronize(), as upstream's integer handles.
 
 Every handle stays in the process's `HandleTable` until `synchronize()`
 collects it, like upstream's `_handle_map`: an op whose handle the user
