@@ -1,6 +1,6 @@
 // TcpStore (common/store/tcp_store.h), the C++ client of horovodrun's
 // rendezvous store, against a minimal server in this file that follows NOTE
-// [Rendezvous store wire protocol] as horovod_accel/runner/store_server.py
+// [Rendezvous store wire protocol] as horovod_accel/rendezvous/server.py
 // serves it: HELLO with magic and secret first (REFUSED with the server's
 // reason otherwise), SET, and GET held until the key is set or its timeout
 // passes (then TIMEOUT).
@@ -155,7 +155,7 @@ class FakeStoreServer {
     }
   }
 
-  // Like store_server.py: a bad HELLO is refused with the reason and the
+  // Like rendezvous/server.py: a bad HELLO is refused with the reason and the
   // connection ends; then one request at a time until the client leaves.
   void Serve(int fd) {
     Frame req;
