@@ -1,6 +1,7 @@
 #include "common/plugin/plugin_device.h"
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 #include "common/store/store.h"
@@ -34,26 +35,27 @@ hvda_event_t EventHandle(Event* e) { return static_cast<PluginEvent*>(e)->handle
 
 // D and R pass the core's enums to the plugin by value: the numbering of
 // plugin.h (a frozen ABI) and of dtype.h must agree entry by entry.
-#define HVDA_PIN(abi, core) static_assert(abi == static_cast<int32_t>(core), #abi " numbering")
-HVDA_PIN(HVDA_UINT8, DataType::kUInt8);
-HVDA_PIN(HVDA_INT8, DataType::kInt8);
-HVDA_PIN(HVDA_INT16, DataType::kInt16);
-HVDA_PIN(HVDA_INT32, DataType::kInt32);
-HVDA_PIN(HVDA_INT64, DataType::kInt64);
-HVDA_PIN(HVDA_FLOAT16, DataType::kFloat16);
-HVDA_PIN(HVDA_BFLOAT16, DataType::kBFloat16);
-HVDA_PIN(HVDA_FLOAT32, DataType::kFloat32);
-HVDA_PIN(HVDA_FLOAT64, DataType::kFloat64);
-HVDA_PIN(HVDA_BOOL, DataType::kBool);
-HVDA_PIN(HVDA_UINT16, DataType::kUInt16);
-static_assert(kNumDataTypes == 11, "a new DataType needs its hvda_dtype in plugin.h and a pin here");
-HVDA_PIN(HVDA_AVERAGE, ReduceOp::kAverage);
-HVDA_PIN(HVDA_SUM, ReduceOp::kSum);
-HVDA_PIN(HVDA_ADASUM, ReduceOp::kAdasum);
-HVDA_PIN(HVDA_MIN, ReduceOp::kMin);
-HVDA_PIN(HVDA_MAX, ReduceOp::kMax);
-HVDA_PIN(HVDA_PRODUCT, ReduceOp::kProduct);
-#undef HVDA_PIN
+constexpr int32_t kAbiDataTypes[] = {HVDA_UINT8,    HVDA_INT8,    HVDA_INT16,   HVDA_INT32,
+                                     HVDA_INT64,    HVDA_FLOAT16, HVDA_BFLOAT16, HVDA_FLOAT32,
+                                     HVDA_FLOAT64,  HVDA_BOOL,    HVDA_UINT16};
+constexpr DataType kCoreDataTypes[] = {
+    DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,    DataType::kInt32,
+    DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+    DataType::kFloat64, DataType::kBool,    DataType::kUInt16};
+constexpr int32_t kAbiReduceOps[] = {HVDA_AVERAGE, HVDA_SUM, HVDA_ADASUM,
+                                     HVDA_MIN,     HVDA_MAX, HVDA_PRODUCT};
+constexpr ReduceOp kCoreReduceOps[] = {ReduceOp::kAverage, ReduceOp::kSum, ReduceOp::kAdasum,
+                                       ReduceOp::kMin,     ReduceOp::kMax, ReduceOp::kProduct};
+template <typename Core, size_t N>
+constexpr bool SameNumbering(const int32_t (&abi)[N], const Core (&core)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (abi[i] != static_cast<int32_t>(core[i])) return false;
+  return true;
+}
+static_assert(std::size(kCoreDataTypes) == kNumDataTypes,
+              "a new DataType needs its hvda_dtype in plugin.h and an entry here");
+static_assert(SameNumbering(kAbiDataTypes, kCoreDataTypes), "plugin.h dtype numbering");
+static_assert(SameNumbering(kAbiReduceOps, kCoreReduceOps), "plugin.h reduce-op numbering");
 
 hvda_dtype D(DataType t) { return static_cast<hvda_dtype>(static_cast<int32_t>(t)); }
 hvda_reduce_op R(ReduceOp op) { return static_cast<hvda_reduce_op>(static_cast<int32_t>(op)); }
