@@ -147,12 +147,18 @@ Status PluginDevice::WrapStream(void* native, std::unique_ptr<Stream>* stream) {
   return Status::OK();
 }
 Status PluginDevice::SynchronizeStream(Stream* s) {
+  const bool owned = s != nullptr && static_cast<PluginStream*>(s)->owned();
   const double limit = drain_limit();
-  if (limit > 0 && s != nullptr && static_cast<PluginStream*>(s)->owned())
-    return BoundedSynchronize(s, limit);
-  return Check(ops_->stream_synchronize(Handle(s)), "stream_synchronize");
+  bool stuck = false;
+  Status st = owned && limit > 0 ? BoundedSynchronize(s, limit, &stuck)
+                                 : Check(ops_->stream_synchronize(Handle(s)), "stream_synchronize");
+  // kTimeout from a communication stream means "stuck, abandon it" (NOTE
+  // [Bounded teardown]); a plugin's own HVDA_TIMEOUT that reached here ended
+  // the stream's work, so it is reported as another failure.
+  if (owned && !stuck && st.code() == StatusCode::kTimeout) return Status::Unknown(st.reason());
+  return st;
 }
-Status PluginDevice::BoundedSynchronize(Stream* s, double seconds) {
+Status PluginDevice::BoundedSynchronize(Stream* s, double seconds, bool* stuck) {
   std::unique_ptr<Event> ev;
   HVDA_RETURN_IF_ERROR(TakeEvent(&ev));
   Status st = RecordEvent(ev.get(), s);
@@ -166,13 +172,15 @@ Status PluginDevice::BoundedSynchronize(Stream* s, double seconds) {
     if (!st.ok() || done) break;
     if (std::chrono::steady_clock::now() >= deadline) {
       // The event stays with the stuck stream's record: not reused.
+      *stuck = true;
       return Status::Timeout(name() + ": a communication stream did not drain within " +
                              std::to_string(static_cast<int>(seconds)) +
                              " s (HOROVOD_ACCEL_TIMEOUT_SECONDS plus a grace period): its work "
                              "is stuck; the stream and its buffers are abandoned.");
     }
+    // Capped low: Adasum and fusion-buffer growth wait here in normal runs.
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(10000));
+    pause = std::min(pause * 2, std::chrono::microseconds(200));
   }
   GiveBackEvent(std::move(ev));
   return st;

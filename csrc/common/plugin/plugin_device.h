@@ -77,7 +77,9 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
 
  private:
   Status Check(hvda_status s, const char* what) const;
-  Status BoundedSynchronize(Stream* stream, double seconds);
+  // Polls an event recorded on stream for at most `seconds`; *stuck when
+  // that ran out (then kTimeout).
+  Status BoundedSynchronize(Stream* stream, double seconds, bool* stuck);
 
   // DeviceMemory
   Status Allocate(size_t bytes, void** ptr) override;
