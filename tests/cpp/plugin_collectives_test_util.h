@@ -75,7 +75,8 @@ inline void CheckEveryCollectiveKind(const std::shared_ptr<PluginLibrary>& lib, 
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < 2 * (r + 1); ++i) ASSERT_EQ(got[k++], r);
 
-  // Alltoall: rank r sends j+1 rows to rank j (native alltoallv).
+  // Alltoall: rank r sends j+1 rows to rank j (alltoallv, or grouped send/recv
+  // plus the core's copy of the own part).
   std::vector<int32_t> send;
   for (int j = 0; j < n; ++j)
     for (int i = 0; i <= j; ++i) send.push_back(rank * 100 + j);

@@ -18,7 +18,8 @@
 // send/recv are buffered messages between the ranks; inside a group they are
 // collected per thread and run together at group_end (sends first). A peer
 // equal to the caller's rank is refused and counted.
-// hvda_loopback_stats (exported) reports the counters to the tests.
+// hvda_loopback_stats (exported) reports the counters to the tests. The
+// streams, events and rendezvous live in loopback_state.h.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -518,11 +519,15 @@ extern "C" HVDA_PLUGIN_EXPORT void hvda_loopback_stats(uint64_t* ids_made, uint6
                                                        uint64_t* bad_releases,
                                                        uint64_t* self_peers,
                                                        double* last_op_timeout) {
-  std::lock_guard<std::mutex> l(Counters().mu);
-  *ids_made = Counters().ids_made;
-  *ids_released = Counters().ids_released;
-  *bad_releases = Counters().bad_releases;
-  *self_peers = Counters().self_peers;
-  *last_op_timeout = Counters().last_op_timeout;
+  std::lock_guard<std::mutex> l(loopback::Counters().mu);
+  *ids_made = loopback::Counters().ids_made;
+  *ids_released = loopback::Counters().ids_released;
+  *bad_releases = loopback::Counters().bad_releases;
+  *self_peers = loopback::Counters().self_peers;
+  *last_op_timeout = loopback::Counters().last_op_timeout;
 }
-extern "C" HVDA_PLUGIN_EXPORT void hvda_loopback_hang(int on) { Counters().hang.store(on != 0); }
+// While on, rendezvous waits ignore their timeout and comm_abort (a plugin
+// breaking plugin.h's "timeouts" contract, for the bounded-teardown test).
+extern "C" HVDA_PLUGIN_EXPORT void hvda_loopback_hang(int on) {
+  loopback::Counters().hang.store(on != 0);
+}
