@@ -209,6 +209,15 @@ TEST(PluginAbi, HostAccessibleMemoryGetsTheCoresKernels) {
   mem.Free(b);
 }
 
+// NULL scale / reduce_into without memory_host_accessible: still refused.
+TEST(PluginAbi, NullKernelsNeedHostAccessibleMemory) {
+  std::unique_ptr<PluginLibrary> lib;
+  Status st = PluginLibrary::Open(FixturePath("loopback_lean_noflag"), &lib);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.reason().find("device.scale"), std::string::npos) << st.reason();
+  EXPECT_NE(st.reason().find("device.reduce_into"), std::string::npos) << st.reason();
+}
+
 // The lean plugin through the executor: Average (the core's scale), uneven
 // allgather (grouped broadcasts), alltoall from grouped send/recv whose
 // peers are never the caller (the plugin refuses and counts those).

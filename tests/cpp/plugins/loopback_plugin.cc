@@ -460,7 +460,9 @@ const hvda_device_ops_v1 kDevice = [] {
   d.event_query = EventQuery;
   d.event_synchronize = EventSync;
 #ifdef LOOPBACK_LEAN
+#ifndef LOOPBACK_NO_FLAG  // (that variant must be refused by the loader)
   d.memory_host_accessible = 1;  // malloc'd: the core supplies scale / reduce_into
+#endif
   (void)ScaleK;
   (void)ReduceK;
 #else
