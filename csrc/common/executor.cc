@@ -40,11 +40,22 @@ Executor::Executor(Device* device, std::vector<std::unique_ptr<CollectiveBackend
 }
 
 Executor::~Executor() {
-  // The fusion buffer may still be in use by enqueued work.
-  if (stream_) device_->execution().SynchronizeStream(stream_.get());
+  // The fusion buffer may still be in use by enqueued work. A stream that
+  // does not drain in time (kTimeout: NOTE [Bounded teardown] in
+  // plugin/plugin_device.h, a stuck communicator) keeps its work: the
+  // stream, the fusion buffer and the backends (their communicators and
+  // scratch memory) are leaked rather than waited for or freed in use.
+  const Status drained =
+      stream_ ? device_->execution().SynchronizeStream(stream_.get()) : Status::OK();
   const Status gone = Status::Aborted("Horovod has been shut down.");
   for (auto& f : inflight_)
     for (auto& e : f.entries) e.work->Complete(gone);
+  if (drained.code() == StatusCode::kTimeout) {
+    (void)stream_.release();
+    for (auto& b : backends_) (void)b.release();
+    fusion_ = nullptr;
+    return;
+  }
   if (fusion_) device_->memory().Free(fusion_);
 }
 
@@ -226,7 +237,11 @@ Status Executor::AllocateOutput(size_t bytes, TensorEntry& e, void** data) {
 // errors and how long the oldest response has been running
 // (HOROVOD_ACCEL_TIMEOUT_SECONDS). Either turns into an error for every
 // pending op, after the communicators are aborted so that the streams
-// drain (DrainOrAbort) and shutdown never waits on a dead peer.
+// drain (DrainOrAbort) and shutdown never waits on a dead peer. A library
+// without a true abort bounds its own waits by the same timeout (passed at
+// communicator creation, plugin.h "timeouts"); should its stream still not
+// drain, teardown gives up after that timeout plus a grace period
+// (~Executor, NOTE [Bounded teardown] in plugin/plugin_device.h).
 Status Executor::CheckHealth(double timeout_seconds) const {
   for (const auto& b : backends_) HVDA_RETURN_IF_ERROR(b->AsyncError());
   if (!inflight_.empty() && timeout_seconds > 0) {

@@ -1,23 +1,31 @@
 #include "common/plugin/plugin_device.h"
 
 #include <algorithm>
+#include <chrono>
 #include <iterator>
 #include <numeric>
+#include <thread>
 
 #include "common/store/store.h"
+#include "common/util/config.h"
+#include "kernels/reduce_kernels.h"
 
 namespace hvda {
 namespace {
 
 class PluginStream : public Stream {
  public:
-  PluginStream(const hvda_device_ops_v1* ops, hvda_stream_t h) : ops_(ops), h_(h) {}
+  // owned: made by stream_create (else a wrapped framework stream).
+  PluginStream(const hvda_device_ops_v1* ops, hvda_stream_t h, bool owned)
+      : ops_(ops), h_(h), owned_(owned) {}
   ~PluginStream() override { ops_->stream_destroy(h_); }
   hvda_stream_t handle() const { return h_; }
+  bool owned() const { return owned_; }
 
  private:
   const hvda_device_ops_v1* ops_;
   hvda_stream_t h_;
+  bool owned_;
 };
 
 class PluginEvent : public Event {
@@ -66,10 +74,20 @@ bool AllEqual(const std::vector<int64_t>& v) {
 
 }  // namespace
 
+bool PluginAbiAtLeast(const PluginLibrary& lib, uint32_t minor) {
+  return lib.plugin().abi_major == HVDA_PLUGIN_ABI_MAJOR && lib.plugin().abi_minor >= minor;
+}
+
 // ---------------------------------------------------------------- PluginDevice
 
 PluginDevice::PluginDevice(std::shared_ptr<PluginLibrary> lib, int device_index)
-    : lib_(std::move(lib)), ops_(&lib_->device()), index_(device_index) {}
+    : lib_(std::move(lib)), ops_(&lib_->device()), index_(device_index) {
+  const bool host_memory = PluginAbiAtLeast(*lib_, 1) &&
+                           HVDA_HAS_FIELD(ops_, hvda_device_ops_v1, memory_host_accessible) &&
+                           ops_->memory_host_accessible != 0;
+  host_scale_ = host_memory && ops_->scale == nullptr;
+  host_reduce_ = host_memory && ops_->reduce_into == nullptr;
+}
 
 std::string PluginDevice::name() const {
   return std::string(lib_->plugin().name) + ":" + std::to_string(index_);
@@ -119,17 +137,53 @@ Status PluginDevice::MemsetAsync(void* dst, int value, size_t bytes, Stream* s) 
 Status PluginDevice::CreateStream(std::unique_ptr<Stream>* stream) {
   hvda_stream_t h = nullptr;
   HVDA_RETURN_IF_ERROR(Check(ops_->stream_create(index_, &h), "stream_create"));
-  stream->reset(new PluginStream(ops_, h));
+  stream->reset(new PluginStream(ops_, h, true));
   return Status::OK();
 }
 Status PluginDevice::WrapStream(void* native, std::unique_ptr<Stream>* stream) {
   hvda_stream_t h = nullptr;
   HVDA_RETURN_IF_ERROR(Check(ops_->stream_wrap(index_, native, &h), "stream_wrap"));
-  stream->reset(new PluginStream(ops_, h));
+  stream->reset(new PluginStream(ops_, h, false));
   return Status::OK();
 }
 Status PluginDevice::SynchronizeStream(Stream* s) {
-  return Check(ops_->stream_synchronize(Handle(s)), "stream_synchronize");
+  const bool owned = s != nullptr && static_cast<PluginStream*>(s)->owned();
+  const double limit = drain_limit();
+  bool stuck = false;
+  Status st = owned && limit > 0 ? BoundedSynchronize(s, limit, &stuck)
+                                 : Check(ops_->stream_synchronize(Handle(s)), "stream_synchronize");
+  // kTimeout from a communication stream means "stuck, abandon it" (NOTE
+  // [Bounded teardown]); a plugin's own HVDA_TIMEOUT that reached here ended
+  // the stream's work, so it is reported as another failure.
+  if (owned && !stuck && st.code() == StatusCode::kTimeout) return Status::Unknown(st.reason());
+  return st;
+}
+Status PluginDevice::BoundedSynchronize(Stream* s, double seconds, bool* stuck) {
+  std::unique_ptr<Event> ev;
+  HVDA_RETURN_IF_ERROR(TakeEvent(&ev));
+  Status st = RecordEvent(ev.get(), s);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(seconds));
+  auto pause = std::chrono::microseconds(20);
+  while (st.ok()) {
+    bool done = false;
+    st = QueryEvent(ev.get(), &done);
+    if (!st.ok() || done) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // The event stays with the stuck stream's record: not reused.
+      *stuck = true;
+      return Status::Timeout(name() + ": a communication stream did not drain within " +
+                             std::to_string(static_cast<int>(seconds)) +
+                             " s (HOROVOD_ACCEL_TIMEOUT_SECONDS plus a grace period): its work "
+                             "is stuck; the stream and its buffers are abandoned.");
+    }
+    // Capped low: Adasum and fusion-buffer growth wait here in normal runs.
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(200));
+  }
+  GiveBackEvent(std::move(ev));
+  return st;
 }
 Status PluginDevice::CreateEvent(std::unique_ptr<Event>* event) {
   hvda_event_t h = nullptr;
@@ -168,14 +222,28 @@ Status PluginDevice::SynchronizeEvent(Event* e) {
 Status PluginDevice::StreamWaitEvent(Stream* s, Event* e) {
   return Check(ops_->stream_wait_event(Handle(s), EventHandle(e)), "stream_wait_event");
 }
+// The core's host kernels stand in for a host-accessible plugin's missing
+// scale / reduce_into (ABI 1.1, memory_host_accessible): the stream's
+// earlier work is awaited, then the kernel runs here; work enqueued later
+// sees the result (the flag's contract).
 Status PluginDevice::Scale(void* buf, int64_t count, DataType dtype, double factor, Stream* s) {
   if (count == 0) return Status::OK();
-  return Check(ops_->scale(buf, count, D(dtype), factor, Handle(s)), "scale");
+  if (!host_scale_) return Check(ops_->scale(buf, count, D(dtype), factor, Handle(s)), "scale");
+  HVDA_RETURN_IF_ERROR(SynchronizeStream(s));
+  kernels::Scale(buf, count, dtype, factor);
+  return Status::OK();
 }
 Status PluginDevice::ReduceInto(void* dst, const void* src, int64_t count, DataType dtype,
                                 ReduceOp op, Stream* s) {
   if (count == 0) return Status::OK();
-  return Check(ops_->reduce_into(dst, src, count, D(dtype), R(op), Handle(s)), "reduce_into");
+  if (!host_reduce_)
+    return Check(ops_->reduce_into(dst, src, count, D(dtype), R(op), Handle(s)), "reduce_into");
+  if (!kernels::IsReducible(dtype, op))
+    return Status::InvalidArgument(name() + ": the core's host kernels have no " +
+                                   ReduceOpName(op) + " of " + DataTypeName(dtype));
+  HVDA_RETURN_IF_ERROR(SynchronizeStream(s));
+  kernels::Reduce2(dst, dst, src, count, dtype, op);
+  return Status::OK();
 }
 bool PluginDevice::SupportsHostFunc() const {
   return HVDA_HAS_FIELD(ops_, hvda_device_ops_v1, launch_host_func) && ops_->launch_host_func;
@@ -217,13 +285,34 @@ Status PluginBackend::Create(std::shared_ptr<PluginLibrary> lib, PluginDevice* d
     return Status::InvalidArgument(std::string("device plugin '") + lib->plugin().name +
                                    "' reports a unique id of " + std::to_string(id_bytes) +
                                    " bytes; the ABI allows 1 to 4096.");
+  const bool v11 = PluginAbiAtLeast(*lib, 1);
+  const hvda_ccl_ops_v1* table = &ccl;
+  const decltype(ccl.unique_id_release) release =
+      v11 && HVDA_HAS_FIELD(table, hvda_ccl_ops_v1, unique_id_release) ? ccl.unique_id_release
+                                                                        : nullptr;
+  const decltype(ccl.comm_init_rank_config) init_config =
+      v11 && HVDA_HAS_FIELD(table, hvda_ccl_ops_v1, comm_init_rank_config)
+          ? ccl.comm_init_rank_config
+          : nullptr;
   std::string id(id_bytes, '\0');
   const std::string key = spec.prefix + "unique_id";
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.timeout_seconds * 1000));
+  // Rank 0 releases the id it made once its own init returned, or on any
+  // earlier failure (plugin.h: unique_id_release).
+  bool made = false;
+  auto release_id = [&] {
+    if (made && release != nullptr) release(id.data(), id_bytes);
+    made = false;
+  };
   if (spec.rank == 0) {
     hvda_status s = ccl.get_unique_id(&id[0], id_bytes);
     if (s != HVDA_OK) return lib->Error(s, "get_unique_id");
-    HVDA_RETURN_IF_ERROR(spec.store->Set(key, id));
+    made = true;
+    Status published = spec.store->Set(key, id);
+    if (!published.ok()) {
+      release_id();
+      return published;
+    }
   } else {
     HVDA_RETURN_IF_ERROR(spec.store->Get(key, &id, timeout));
     if (id.size() != id_bytes)
@@ -231,12 +320,29 @@ Status PluginBackend::Create(std::shared_ptr<PluginLibrary> lib, PluginDevice* d
                              " bytes, this rank's plugin expects " + std::to_string(id_bytes) +
                              "; every rank must load the same plugin version.");
   }
+  const double op_timeout =
+      spec.config != nullptr ? spec.config->GetFloat("HOROVOD_ACCEL_TIMEOUT_SECONDS") : 0.0;
   hvda_comm_t comm = nullptr;
-  hvda_status s = ccl.comm_init_rank(id.data(), id_bytes, spec.size, spec.rank, device->index(),
-                                     spec.timeout_seconds, &comm);
-  if (s != HVDA_OK)
-    return lib->Error(s, "comm_init_rank (rank " + std::to_string(spec.rank) + " of " +
-                             std::to_string(spec.size) + ")");
+  hvda_status s;
+  if (init_config != nullptr) {
+    hvda_comm_config_v1 config{};
+    config.struct_size = sizeof(config);
+    config.init_timeout_seconds = spec.timeout_seconds;
+    config.op_timeout_seconds = op_timeout > 0 ? op_timeout : 0.0;
+    s = init_config(id.data(), id_bytes, spec.size, spec.rank, device->index(), &config, &comm);
+  } else {
+    s = ccl.comm_init_rank(id.data(), id_bytes, spec.size, spec.rank, device->index(),
+                           spec.timeout_seconds, &comm);
+  }
+  // The failure is read before the release, which may overwrite last_error.
+  Status failed = s == HVDA_OK ? Status::OK()
+                               : lib->Error(s, std::string(init_config ? "comm_init_rank_config"
+                                                                       : "comm_init_rank") +
+                                                   " (rank " + std::to_string(spec.rank) +
+                                                   " of " + std::to_string(spec.size) + ")");
+  release_id();
+  if (!failed.ok()) return failed;
+  if (op_timeout > 0) device->SetDrainLimit(op_timeout + kTeardownGraceSeconds);
   out->reset(new PluginBackend(std::move(lib), device, comm, spec.rank, spec.size));
   return Status::OK();
 }
@@ -334,10 +440,17 @@ Status PluginBackend::Alltoallv(const void* in, const std::vector<int64_t>& send
     return Check(ccl_->alltoallv(in, sc.data(), sd.data(), out, rc.data(), rd.data(), HVDA_UINT8,
                                  comm_, h),
                  "alltoallv");
-  // Grouped send/recv with every peer (the usual recipe of the vendor libraries).
+  // This rank's own part is a device copy (plugin.h: send/recv never name
+  // the caller), then grouped send/recv with every peer (the usual recipe of
+  // the vendor libraries).
+  // (The splits matrix makes both sizes equal.)
+  HVDA_RETURN_IF_ERROR(device_->memory().CopyAsync(static_cast<char*>(out) + rd[rank_],
+                                                   static_cast<const char*>(in) + sd[rank_],
+                                                   std::min(sc[rank_], rc[rank_]), s));
   HVDA_RETURN_IF_ERROR(Check(ccl_->group_start(), "group_start"));
   Status st;
   for (int r = 0; r < size_ && st.ok(); ++r) {
+    if (r == rank_) continue;
     if (sc[r] > 0)
       st = Check(ccl_->send(static_cast<const char*>(in) + sd[r], sc[r], HVDA_UINT8, r, comm_, h),
                  "send (alltoallv)");

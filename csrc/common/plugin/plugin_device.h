@@ -7,8 +7,13 @@
 // loaded while any object made from it lives. Streams and events they create
 // belong to the plugin and are destroyed through it.
 // Threading: as the HAL (the runtime's background thread).
+//
+// ABI 1.1 additions are used only when the plugin's abi_minor is >= 1 and
+// its table covers them (PluginAbiAtLeast + HVDA_HAS_FIELD): a 1.0 plugin's
+// tables are never read past their struct_size.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +25,13 @@
 #include "common/plugin/plugin_library.h"
 
 namespace hvda {
+
+// Whether the plugin was built against ABI 1.minor or later.
+bool PluginAbiAtLeast(const PluginLibrary& lib, uint32_t minor);
+
+// How long past HOROVOD_ACCEL_TIMEOUT_SECONDS the core waits for a stuck
+// communication stream at teardown before leaking it (plugin.h, "timeouts").
+constexpr double kTeardownGraceSeconds = 5.0;
 
 class PluginDevice : public Device, private DeviceMemory, private DeviceExecution {
  public:
@@ -47,8 +59,27 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   Status TakeEvent(std::unique_ptr<Event>* event);
   void GiveBackEvent(std::unique_ptr<Event> event);
 
+  // NOTE [Bounded teardown]: with a limit > 0, SynchronizeStream of a stream
+  // this device created (a communication stream, not a wrapped framework
+  // stream) polls an event for at most `seconds` and then fails with
+  // kTimeout: the stream's work is stuck (a lost peer in a library without
+  // a true abort), and the Executor then leaks the stream and what it uses
+  // instead of waiting or freeing memory in use. Set by PluginBackend::Create
+  // to HOROVOD_ACCEL_TIMEOUT_SECONDS + kTeardownGraceSeconds; 0 (the
+  // default, and with no timeout) waits in stream_synchronize as long as it
+  // takes. Thread-safe.
+  void SetDrainLimit(double seconds) { drain_limit_seconds_.store(seconds); }
+  double drain_limit() const { return drain_limit_seconds_.load(); }
+  // Whether the core runs scale / reduce_into with its host kernels (ABI
+  // 1.1: memory_host_accessible set and the plugin's own left NULL).
+  bool HostScale() const { return host_scale_; }
+  bool HostReduce() const { return host_reduce_; }
+
  private:
   Status Check(hvda_status s, const char* what) const;
+  // Polls an event recorded on stream for at most `seconds`; *stuck when
+  // that ran out (then kTimeout).
+  Status BoundedSynchronize(Stream* stream, double seconds, bool* stuck);
 
   // DeviceMemory
   Status Allocate(size_t bytes, void** ptr) override;
@@ -79,6 +110,8 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   std::shared_ptr<PluginLibrary> lib_;
   const hvda_device_ops_v1* ops_;
   int index_;
+  bool host_scale_ = false, host_reduce_ = false;
+  std::atomic<double> drain_limit_seconds_{0.0};
   // After lib_: destroyed (through the plugin) while the library is loaded.
   std::mutex spare_mu_;
   std::vector<std::unique_ptr<Event>> spare_events_;  // at most kMaxSpareEvents
@@ -88,8 +121,13 @@ class PluginBackend : public CollectiveBackend {
  public:
   // Collective over spec's ranks: set rank 0 makes the unique id and
   // publishes it in spec.store under spec.prefix; every rank then joins the
-  // communicator (blocks up to spec.timeout_seconds). device: borrowed,
-  // outlives the backend (scratch memory for composed collectives).
+  // communicator (blocks up to spec.timeout_seconds), with
+  // comm_init_rank_config where the plugin has it (ABI 1.1: the operation
+  // timeout, HOROVOD_ACCEL_TIMEOUT_SECONDS from spec.config; 0 without a
+  // config), and rank 0 then releases the id (unique_id_release, ABI 1.1)
+  // whatever the outcome. device: borrowed, outlives the backend (scratch
+  // memory for composed collectives); its drain limit is set (NOTE [Bounded
+  // teardown]).
   static Status Create(std::shared_ptr<PluginLibrary> lib, PluginDevice* device,
                        const CommunicatorSpec& spec, std::unique_ptr<CollectiveBackend>* out);
   ~PluginBackend() override;

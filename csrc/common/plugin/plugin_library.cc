@@ -52,8 +52,15 @@ std::vector<std::string> MissingFunctions(const hvda_plugin_v1& p) {
     Require("device.event_record", d.event_record, &m);
     Require("device.event_query", d.event_query, &m);
     Require("device.event_synchronize", d.event_synchronize, &m);
-    Require("device.scale", d.scale, &m);
-    Require("device.reduce_into", d.reduce_into, &m);
+    // ABI 1.1: host-accessible memory lets the core supply these two.
+    const bool host_kernels =
+        p.abi_minor >= 1 &&
+        HVDA_HAS_FIELD(p.device, hvda_device_ops_v1, memory_host_accessible) &&
+        d.memory_host_accessible != 0;
+    if (!host_kernels) {
+      Require("device.scale", d.scale, &m);
+      Require("device.reduce_into", d.reduce_into, &m);
+    }
     Require("device.batched_copy", d.batched_copy, &m);
   }
   if (p.ccl == nullptr || p.ccl->struct_size < kCclMinSize) {

@@ -117,6 +117,22 @@ hvda_status CommInitRank(const void* id, size_t id_bytes, int nranks, int rank, 
   return HVDA_OK;
 }
 
+// ABI 1.1: the core's settings. NCCL-like libraries have a true abort
+// (comm_abort ends pending work at once), so the operation timeout only
+// needs remembering, for messages; the id needs no release (plain bytes).
+hvda_status CommInitRankConfig(const void* id, size_t id_bytes, int nranks, int rank, int device,
+                               const hvda_comm_config_v1* config, hvda_comm_t* out) {
+  if (config == nullptr) return Fail(HVDA_INVALID_ARGUMENT, "comm_init_rank_config: no config");
+  const double init_timeout =
+      HVDA_HAS_FIELD(config, hvda_comm_config_v1, init_timeout_seconds)
+          ? config->init_timeout_seconds
+          : 0.0;
+  hvda_status s = CommInitRank(id, id_bytes, nranks, rank, device, init_timeout, out);
+  if (s == HVDA_OK && HVDA_HAS_FIELD(config, hvda_comm_config_v1, op_timeout_seconds))
+    C(*out)->op_timeout_seconds = config->op_timeout_seconds;
+  return s;
+}
+
 hvda_status CommDestroy(hvda_comm_t comm) {
   HVDA_REQUIRE(p);
   PluginComm* c = C(comm);
@@ -138,7 +154,13 @@ hvda_status CommAbort(hvda_comm_t comm) {
 hvda_status CommGetAsyncError(hvda_comm_t comm) {
   HVDA_REQUIRE(p);
   PluginComm* c = C(comm);
-  if (c->aborted) return Fail(HVDA_REMOTE_ERROR, "the communicator was aborted");
+  if (c->aborted)
+    return Fail(HVDA_REMOTE_ERROR,
+                c->op_timeout_seconds > 0
+                    ? "the communicator was aborted (a peer failed, or an operation ran longer "
+                      "than HOROVOD_ACCEL_TIMEOUT_SECONDS = " +
+                          std::to_string(static_cast<int>(c->op_timeout_seconds)) + " s)"
+                    : std::string("the communicator was aborted"));
   int async = 0;
   if (auto s = CclResult(*p, p->api().comm_get_async_error(c->native, &async),
                          p->spec().ccl.comm_get_async_error))
@@ -276,6 +298,8 @@ const hvda_ccl_ops_v1* CclOps(const VendorSpec& spec) {
     o.group_end = GroupEnd;
     o.allgatherv = spec.ccl.all_gather_v != nullptr ? AllGatherV : nullptr;
     o.alltoallv = spec.ccl.alltoall_v != nullptr ? AlltoallV : nullptr;
+    o.unique_id_release = nullptr;  // ABI 1.1: ids hold no resources
+    o.comm_init_rank_config = CommInitRankConfig;
     return o;
   }();
   return &ops;

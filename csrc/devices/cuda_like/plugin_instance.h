@@ -44,6 +44,8 @@ struct PluginComm {
   int device = 0;
   int nranks = 0, rank = 0;
   bool aborted = false;  // the library freed it in comm_abort
+  // HOROVOD_ACCEL_TIMEOUT_SECONDS as the core passed it (ABI 1.1; 0 = none).
+  double op_timeout_seconds = 0;
 };
 
 class PluginInstance {

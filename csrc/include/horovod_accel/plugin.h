@@ -1,5 +1,6 @@
 /*
- * horovod_accel device plugin ABI, version 1.0.
+ * horovod_accel device plugin ABI, version 1.1 (1.0 plus appended, optional
+ * fields; a plugin built against 1.0 loads unchanged, see "versioning").
  *
  * A device plugin is a shared library that gives the horovod_accel core one
  * accelerator: its memory, streams, events and the few kernels the core
@@ -25,6 +26,9 @@
  *   HVDA_HAS_FIELD(ptr, type, field) is that test.
  * - The entry may return NULL when it cannot serve host_major (the core then
  *   reports the plugin as incompatible); it must not abort the process.
+ * - A core uses a field added in 1.x only when the plugin's abi_minor is at
+ *   least x *and* the table's struct_size covers it; otherwise it behaves as
+ *   the 1.0 text below says. Fields added in 1.1 are marked "ABI 1.1".
  *
  * ---------------------------------------------------------------- errors
  * Every function returns an hvda_status. On failure the plugin keeps a
@@ -37,7 +41,7 @@
  * Unless a function says otherwise it may be called from any thread, but the
  * core never calls one object (stream, event, communicator) from two
  * threads at once. Collective calls on one communicator are issued by one
- * thread, in the same order on every rank.
+ * thread (the core's background thread), in the same order on every rank.
  *
  * ---------------------------------------------------------------- streams
  * Streams and events are the plugin's (e.g. topsStream_t / cudaStream_t
@@ -45,6 +49,44 @@
  * asynchronously to the host; the core orders streams only with events
  * (record + stream_wait_event) and detects completion with event_query,
  * never by synchronizing a stream after each operation.
+ * - Frameworks without streams: the core receives native handle 0 (NULL) and
+ *   calls stream_wrap(device, NULL, ...), which is the device's default
+ *   stream: the one the framework's own device work is ordered on. A plugin
+ *   whose framework runs device work synchronously may return a handle on
+ *   which work runs at once (an event recorded there is complete at once);
+ *   the core wraps NULL any number of times and destroys each wrapper.
+ * - Failures: the core treats an event that reports HVDA_OK as "everything
+ *   before it ran successfully". An event recorded (on any stream) after
+ *   work that failed while running - a collective whose peer was lost or
+ *   that timed out, a failed kernel - must report an error from event_query
+ *   and event_synchronize (the failed call's status: HVDA_REMOTE_ERROR,
+ *   HVDA_TIMEOUT, HVDA_DEVICE_ERROR...), never HVDA_OK, with last_error()
+ *   saying what failed; the error may stay sticky on that stream. Only after
+ *   the core called comm_abort may events of the aborted communicator's
+ *   work complete with HVDA_OK (results undefined): the core has failed
+ *   those operations itself by then. A call that fails at enqueue time
+ *   (returns non-OK) must leave nothing enqueued that can block the stream.
+ *
+ * ---------------------------------------------------------------- timeouts
+ * The core's HOROVOD_ACCEL_TIMEOUT_SECONDS (default 300; 0 = no limit) is
+ * how long one collective may run. ABI 1.1 hands it to the plugin at
+ * communicator creation (hvda_comm_config_v1.op_timeout_seconds). The core's
+ * watchdog fails every pending operation and calls comm_abort once the
+ * oldest has run that long or comm_get_async_error reports an error; at
+ * shutdown it aborts communicators whose work is still in flight.
+ * - A library with a true abort (NCCL's ncclCommAbort) makes pending work
+ *   finish at once in comm_abort.
+ * - A library without one (most host transports, e.g. Gloo) must bound every
+ *   wait of its own - a send, a receive, a rendezvous step - by
+ *   op_timeout_seconds and then fail the operation with HVDA_TIMEOUT (the
+ *   stream goes on: later waits on it end, its events report the error);
+ *   comm_abort then only has to make later operations fail at once.
+ * - Either way stream_synchronize, event_synchronize, comm_destroy,
+ *   stream_destroy and finalize must return within op_timeout_seconds of the
+ *   stuck operation's start. The core waits for a communication stream at
+ *   teardown at most op_timeout_seconds + a grace period (a few seconds);
+ *   past that it leaks the stream, its memory and the communicator (never
+ *   calls mem_free, comm_destroy or stream_destroy on them) and goes on.
  */
 #ifndef HOROVOD_ACCEL_PLUGIN_H_
 #define HOROVOD_ACCEL_PLUGIN_H_
@@ -57,7 +99,7 @@ extern "C" {
 #endif
 
 #define HVDA_PLUGIN_ABI_MAJOR 1u
-#define HVDA_PLUGIN_ABI_MINOR 0u
+#define HVDA_PLUGIN_ABI_MINOR 1u
 #define HVDA_PLUGIN_ENTRY_V1 "horovod_accel_plugin_v1"
 
 #if defined(_WIN32)
@@ -96,8 +138,8 @@ typedef enum hvda_dtype {
 } hvda_dtype;
 
 /* Reduction ops: upstream Horovod's numbering. The core never passes
- * HVDA_ADASUM; HVDA_AVERAGE only where supports() said yes (else it runs
- * Sum and scales). */
+ * HVDA_ADASUM, and (ABI 1.0 and 1.1) never HVDA_AVERAGE either: it runs Sum
+ * and then the scale kernel; supports() is not asked about them. */
 typedef enum hvda_reduce_op {
   HVDA_AVERAGE = 0, HVDA_SUM = 1, HVDA_ADASUM = 2, HVDA_MIN = 3, HVDA_MAX = 4, HVDA_PRODUCT = 5
 } hvda_reduce_op;
@@ -157,8 +199,9 @@ typedef struct hvda_device_ops_v1 {
   /* Makes `device` current for the calling thread. */
   hvda_status (*set_device)(int device);
 
-  /* Device memory; *ptr is never host-dereferenceable. 0 bytes gives a
-   * valid, unique, freeable pointer. */
+  /* Device memory. The core never dereferences *ptr on the host (unless
+   * memory_host_accessible, ABI 1.1, says it may); it only passes it back to
+   * this plugin. 0 bytes gives a valid, unique, freeable pointer. */
   hvda_status (*mem_alloc)(int device, size_t bytes, void** ptr);
   /* The core only frees memory that no enqueued work still uses. */
   hvda_status (*mem_free)(int device, void* ptr);
@@ -178,6 +221,7 @@ typedef struct hvda_device_ops_v1 {
    * handle leaves the native stream alone. native == NULL is the device's
    * default stream. */
   hvda_status (*stream_wrap)(int device, void* native, hvda_stream_t* stream);
+  /* (native == NULL also when the framework has no streams: see "streams".) */
   hvda_status (*stream_destroy)(hvda_stream_t stream);
   /* Blocks the host until everything enqueued on `stream` has run. */
   hvda_status (*stream_synchronize)(hvda_stream_t stream);
@@ -201,7 +245,9 @@ typedef struct hvda_device_ops_v1 {
    * scale: buf[i] *= factor (integers in double, truncated toward zero;
    *   float16/bfloat16 computed in float32);
    * reduce_into: dst[i] = op(dst[i], src[i]) for Sum, Min, Max, Product;
-   * batched_copy: every descriptor, device to device, in any order. */
+   * batched_copy: every descriptor, device to device, in any order.
+   * scale and reduce_into may be NULL when memory_host_accessible (ABI 1.1)
+   * is set: the core then supplies them (below). */
   hvda_status (*scale)(void* buf, int64_t count, hvda_dtype dtype, double factor,
                        hvda_stream_t stream);
   hvda_status (*reduce_into)(void* dst, const void* src, int64_t count, hvda_dtype dtype,
@@ -211,36 +257,86 @@ typedef struct hvda_device_ops_v1 {
   /* Optional: runs fn(arg) on a host thread once the stream's earlier work
    * has run (the core's completion callback). NULL: the core polls events. */
   hvda_status (*launch_host_func)(hvda_stream_t stream, void (*fn)(void* arg), void* arg);
+
+  /* ABI 1.1, optional (0 when absent). Nonzero: memory from mem_alloc is
+   * ordinary host memory of this process - the host may read and write it
+   * once the work enqueued on it has run, and work enqueued after a host
+   * write sees that write. The core may then leave scale and reduce_into to
+   * itself: where this plugin's are NULL (the loader accepts that only with
+   * this flag), the core synchronizes the stream and runs its own host
+   * kernels (every dtype and op the CPU path has) on the calling thread.
+   * That costs a stream synchronization per kernel; a plugin that wants
+   * them asynchronous implements them. */
+  uint32_t memory_host_accessible;
 } hvda_device_ops_v1;
 
 /* ------------------------------------------------------------------ collective ops */
 
+/* What the core passes at communicator creation (ABI 1.1,
+ * comm_init_rank_config). Produced by the core: struct_size is the core's;
+ * fields past it are absent (0). Valid during the call only. */
+typedef struct hvda_comm_config_v1 {
+  size_t struct_size;
+  /* As comm_init_rank's timeout_seconds: how long creation may block. */
+  double init_timeout_seconds;
+  /* HOROVOD_ACCEL_TIMEOUT_SECONDS: how long one collective may run before
+   * the core aborts the communicator (see "timeouts"); 0 = no limit. */
+  double op_timeout_seconds;
+} hvda_comm_config_v1;
+
 /* The device's collective library (NCCL-like). Every collective is enqueued
  * on `stream` and returns once enqueued; completion is observed through an
  * event recorded after it. `count` is in elements of `dtype`. send == recv
- * means in place. Required unless marked optional. */
+ * means in place. Required unless marked optional.
+ *
+ * Communicators: the core makes one per process set that runs device
+ * collectives (the global set first), when the set's first device response
+ * runs - collectively, on every member, in the same order. Ranks are
+ * positions in the process set (0..nranks-1), which may span hosts. */
 typedef struct hvda_ccl_ops_v1 {
   size_t struct_size;
 
-  /* Bytes of a unique id (<= 4096). */
+  /* Bytes of a unique id (1..4096). */
   size_t (*unique_id_size)(void);
-  /* Called on one rank; the core ships the bytes to the others. */
+  /* Called exactly once per communicator, in the process that will be its
+   * rank 0, before any rank calls comm_init_rank with it; never reused for
+   * a second communicator. The core ships the bytes unchanged through its
+   * rendezvous store to the other ranks, which may be on other hosts: an id
+   * must mean the same on every host of the job (an address and port, not a
+   * path of a host-local file system). See unique_id_release. */
   hvda_status (*get_unique_id)(void* id, size_t id_bytes);
   /* Collective over nranks processes; blocks until the communicator is up
-   * or `timeout_seconds` passed (HVDA_TIMEOUT). */
+   * on every rank (so that no rank still needs the id's resources) or
+   * `timeout_seconds` passed (HVDA_TIMEOUT). Every rank calls it exactly once
+   * per id. */
   hvda_status (*comm_init_rank)(const void* id, size_t id_bytes, int nranks, int rank,
                                 int device, double timeout_seconds, hvda_comm_t* comm);
   hvda_status (*comm_destroy)(hvda_comm_t comm);
   /* Makes pending and future operations on comm fail instead of hanging
-   * (peer loss, timeout); the communicator must then be destroyed. */
+   * (peer loss, timeout); the communicator must then be destroyed. Without
+   * a true abort, see "timeouts": pending work ends when its bounded waits
+   * expire. Never blocks beyond that. */
   hvda_status (*comm_abort)(hvda_comm_t comm);
   /* HVDA_OK, or the asynchronous error that broke the communicator
    * (HVDA_REMOTE_ERROR for a lost peer). Never blocks. */
   hvda_status (*comm_get_async_error)(hvda_comm_t comm);
 
-  /* Whether the library offers (collective, dtype, op) natively. op is
-   * ignored for non-reducing collectives. The core composes or stages what
-   * is not offered (Average = Sum + scale, alltoall = grouped send/recv). */
+  /* Whether the library offers (collective, dtype, op) natively: nonzero
+   * yes. op is ignored for non-reducing collectives. What the core asks:
+   * - ALLREDUCE and REDUCESCATTER: per (dtype, op), op Sum/Min/Max/Product;
+   * - ALLGATHER, BROADCAST and SEND_RECV: with HVDA_UINT8 only (the core
+   *   moves bytes); SEND_RECV covers send, recv and groups of them;
+   * - ALLTOALL and BARRIER: never (ABI 1.0 and 1.1). Alltoall is alltoallv
+   *   where non-NULL, else grouped send/recv if SEND_RECV is supported; a
+   *   barrier is a 1-element int32 Sum allreduce (and Horovod's barrier()
+   *   runs in negotiation, not on the device).
+   * Where the library lacks something, the core composes it from other
+   * calls of this plugin on device memory ("composes"; the word "stages"
+   * in 1.0's text meant the same): Average = Sum + scale, uneven
+   * reduce-scatter = allreduce of a copy, uneven allgather = allgatherv or
+   * grouped broadcasts, alltoall as above. It never moves device data
+   * through host memory to run a collective elsewhere: what neither the
+   * library nor a composition offers fails with an error naming it. */
   int (*supports)(hvda_collective collective, hvda_dtype dtype, hvda_reduce_op op);
 
   hvda_status (*allreduce)(const void* send, void* recv, size_t count, hvda_dtype dtype,
@@ -254,12 +350,28 @@ typedef struct hvda_ccl_ops_v1 {
   /* send holds recv_count * nranks elements; rank r receives segment r. */
   hvda_status (*reduce_scatter)(const void* send, void* recv, size_t recv_count, hvda_dtype dtype,
                                 hvda_reduce_op op, hvda_comm_t comm, hvda_stream_t stream);
+  /* Point-to-point, always inside a group (below). peer is never the
+   * caller's own rank: the core copies its own part of an alltoall itself
+   * (memcpy_async, device to device), so a library need not connect a rank
+   * to itself (ABI 1.1's rule; a 1.0 core passed the caller's own rank). */
   hvda_status (*send)(const void* buf, size_t count, hvda_dtype dtype, int peer, hvda_comm_t comm,
                       hvda_stream_t stream);
   hvda_status (*recv)(void* buf, size_t count, hvda_dtype dtype, int peer, hvda_comm_t comm,
                       hvda_stream_t stream);
   /* Calls between group_start and group_end are issued together (needed
-   * for send/recv patterns to progress). */
+   * for send/recv patterns to progress): nothing in a group may wait for a
+   * later call of the same group. What the core does (and all it does):
+   * - groups are per thread, as NCCL's: both calls and everything between
+   *   them come from the one thread that issues the communicator's
+   *   collectives; groups are never nested and never span two operations;
+   * - one group holds calls on one communicator and one stream only;
+   * - a group holds either only send/recv (alltoall without alltoallv: for
+   *   each peer in rank order a send then a recv, each skipped when 0
+   *   bytes; at most one of each per peer; possibly none at all), or only
+   *   broadcasts (uneven allgather without allgatherv: one per rank, roots
+   *   0..nranks-1 in order, each rank passing its own counts);
+   * - when a call inside fails, the core still calls group_end, then
+   *   reports the first failure; group_end enqueues what was issued. */
   hvda_status (*group_start)(void);
   hvda_status (*group_end)(void);
 
@@ -272,6 +384,24 @@ typedef struct hvda_ccl_ops_v1 {
   hvda_status (*alltoallv)(const void* send, const size_t* send_counts, const size_t* send_displs,
                            void* recv, const size_t* recv_counts, const size_t* recv_displs,
                            hvda_dtype dtype, hvda_comm_t comm, hvda_stream_t stream);
+
+  /* ABI 1.1, optional. Releases what get_unique_id acquired for `id` (a
+   * rendezvous directory, a listening port). Called exactly once per id, in
+   * the process that made it, once that process's comm_init_rank with it
+   * returned (HVDA_OK or not) - or without one when the core failed to
+   * publish the id. By then, on success, every rank has joined (see
+   * comm_init_rank); on failure peers may still be inside comm_init_rank and
+   * must then fail rather than crash. NULL: ids hold no resources (NCCL's).
+   * A process that dies never calls it: prefer ids whose resources the
+   * system reclaims with the process (a socket, not a file). */
+  hvda_status (*unique_id_release)(const void* id, size_t id_bytes);
+  /* ABI 1.1, optional. comm_init_rank with the core's settings for the
+   * communicator (config->op_timeout_seconds: see "timeouts"). Where
+   * non-NULL the core calls it instead of comm_init_rank; comm_init_rank
+   * stays required (a 1.0 core calls only that). */
+  hvda_status (*comm_init_rank_config)(const void* id, size_t id_bytes, int nranks, int rank,
+                                       int device, const hvda_comm_config_v1* config,
+                                       hvda_comm_t* comm);
 } hvda_ccl_ops_v1;
 
 /* ------------------------------------------------------------------ the plugin */
@@ -293,6 +423,8 @@ typedef struct hvda_plugin_v1 {
   /* Loads the vendor libraries; once per process before any other call
    * except probe and last_error. host stays valid until finalize. */
   hvda_status (*init)(const hvda_host_api_v1* host);
+  /* At process exit. Communicators the core leaked after a stuck teardown
+   * (see "timeouts") may still exist: finalize must not wait for them. */
   hvda_status (*finalize)(void);
   /* The calling thread's message for the last failed call ("" if none). */
   const char* (*last_error)(void);

@@ -6,6 +6,20 @@
 // the real ABI; the emulated vendor stack (later) does the same across
 // processes with vendor names. Kernels and reductions cover uint8, int32,
 // int64, float32 and float64; other dtypes answer HVDA_UNSUPPORTED.
+//
+// Built three ways (root CMakeLists.txt, tests/cpp/plugin_abi_test.cc):
+// - against csrc/include (ABI 1.1): also unique_id_release (each id counted),
+//   comm_init_rank_config (its op timeout bounds the rendezvous waits);
+// - with LOOPBACK_LEAN (ABI 1.1): memory_host_accessible with scale and
+//   reduce_into left NULL (the core's host kernels run them), no alltoallv
+//   (the core composes alltoall from grouped send/recv);
+// - against tests/cpp/plugins/abi_1_0 (the 1.0 header, HVDA_PLUGIN_ABI_MINOR
+//   0): none of the 1.1 fields, as a plugin built before them.
+// send/recv are buffered messages between the ranks; inside a group they are
+// collected per thread and run together at group_end (sends first). A peer
+// equal to the caller's rank is refused and counted.
+// hvda_loopback_stats (exported) reports the counters to the tests. The
+// streams, events and rendezvous live in loopback_state.h.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -23,75 +37,11 @@
 
 #include "horovod_accel/plugin.h"
 
+#include "loopback_state.h"
+
 namespace {
 
-thread_local std::string last_message;
-
-hvda_status Fail(hvda_status s, const std::string& m) {
-  last_message = m;
-  return s;
-}
-
-// ---------------------------------------------------------------- streams
-
-struct Stream {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::function<hvda_status()>> queue;
-  uint64_t enqueued = 0, done = 0;
-  hvda_status error = HVDA_OK;
-  std::string error_message;
-  bool stop = false;
-  std::thread worker;
-
-  Stream() : worker([this] { Run(); }) {}
-  ~Stream() {
-    {
-      std::lock_guard<std::mutex> l(mu);
-      stop = true;
-    }
-    cv.notify_all();
-    worker.join();
-  }
-  void Enqueue(std::function<hvda_status()> fn) {
-    std::lock_guard<std::mutex> l(mu);
-    queue.push_back(std::move(fn));
-    ++enqueued;
-    cv.notify_all();
-  }
-  void Run() {
-    std::unique_lock<std::mutex> l(mu);
-    for (;;) {
-      cv.wait(l, [&] { return stop || !queue.empty(); });
-      if (queue.empty()) return;
-      auto fn = std::move(queue.front());
-      queue.pop_front();
-      l.unlock();
-      hvda_status s = fn();
-      std::string m = s == HVDA_OK ? "" : last_message;
-      l.lock();
-      if (s != HVDA_OK && error == HVDA_OK) {
-        error = s;
-        error_message = m;
-      }
-      ++done;
-      cv.notify_all();
-    }
-  }
-  hvda_status WaitFor(uint64_t seq) {
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return done >= seq || error != HVDA_OK; });
-    return error == HVDA_OK ? HVDA_OK : Fail(error, error_message);
-  }
-};
-
-struct Event {
-  Stream* stream = nullptr;
-  uint64_t seq = 0;
-};
-
-Stream* S(hvda_stream_t s) { return reinterpret_cast<Stream*>(s); }
-Event* E(hvda_event_t e) { return reinterpret_cast<Event*>(e); }
+using namespace loopback;  // NOLINT: one file, one plugin
 
 // ---------------------------------------------------------------- kernels
 
@@ -139,81 +89,6 @@ size_t Size(hvda_dtype t) {
     case HVDA_INT32: case HVDA_FLOAT32: return 4;
     default: return 8;
   }
-}
-
-// ---------------------------------------------------------------- rendezvous
-
-// The ranks of one communicator. A collective is a round: every rank posts
-// its arguments, waits for all, computes its own output from the peers'
-// posts, then waits for all again before inputs may change.
-struct Group {
-  explicit Group(int n) : size(n), posts(n) {}
-  struct Post {
-    const void* send = nullptr;
-    void* recv = nullptr;
-    std::vector<size_t> counts, displs;
-  };
-  const int size;
-  std::mutex mu;
-  std::condition_variable cv;
-  int joined = 0;
-  uint64_t arrivals = 0;  // total arrivals at barriers
-  bool aborted = false;
-  std::vector<Post> posts;
-
-  // Blocks until every rank reached this barrier (or timeout / abort).
-  hvda_status Barrier(double timeout_s) {
-    std::unique_lock<std::mutex> l(mu);
-    const uint64_t target = (arrivals / size + 1) * size;
-    ++arrivals;
-    cv.notify_all();
-    bool ok = cv.wait_for(l, std::chrono::duration<double>(timeout_s),
-                          [&] { return arrivals >= target || aborted; });
-    if (aborted) return Fail(HVDA_REMOTE_ERROR, "loopback plugin: communicator aborted");
-    return ok ? HVDA_OK : Fail(HVDA_TIMEOUT, "loopback plugin: a peer did not arrive");
-  }
-};
-
-struct Registry {
-  std::mutex mu;
-  std::map<std::string, std::shared_ptr<Group>> groups;
-  std::atomic<uint64_t> next_id{1};
-};
-
-Registry& Groups() {
-  static Registry r;  // process-local by design: the ranks are threads
-  return r;
-}
-
-struct Comm {
-  std::shared_ptr<Group> group;
-  int rank;
-  double timeout;
-};
-
-Comm* CM(hvda_comm_t c) { return reinterpret_cast<Comm*>(c); }
-
-// Runs body(group posts) on stream s as one round.
-hvda_status Round(Comm* c, hvda_stream_t s, Group::Post mine,
-                  std::function<hvda_status(const std::vector<Group::Post>&)> body) {
-  S(s)->Enqueue([c, mine, body] {
-    Group& g = *c->group;
-    {
-      std::lock_guard<std::mutex> l(g.mu);
-      g.posts[c->rank] = mine;
-    }
-    hvda_status st = g.Barrier(c->timeout);
-    if (st != HVDA_OK) return st;
-    std::vector<Group::Post> posts;
-    {
-      std::lock_guard<std::mutex> l(g.mu);
-      posts = g.posts;
-    }
-    st = body(posts);
-    hvda_status st2 = g.Barrier(c->timeout);
-    return st != HVDA_OK ? st : st2;
-  });
-  return HVDA_OK;
 }
 
 // ---------------------------------------------------------------- device ops
@@ -313,6 +188,24 @@ hvda_status GetId(void* id, size_t n) {
   std::string s = "loopback-" + std::to_string(Groups().next_id++);
   std::memset(id, 0, n);
   std::memcpy(id, s.data(), std::min(n, s.size()));
+  std::lock_guard<std::mutex> l(Counters().mu);
+  ++Counters().ids_made;
+  Counters().live_ids[std::string(static_cast<const char*>(id), n)] = 1;
+  return HVDA_OK;
+}
+// An id "holds" its rendezvous slot: released exactly once, by its maker.
+hvda_status ReleaseId(const void* id, size_t n) {
+  const std::string key(static_cast<const char*>(id), n);
+  {
+    std::lock_guard<std::mutex> l(Counters().mu);
+    if (Counters().live_ids.erase(key) == 0) {
+      ++Counters().bad_releases;
+      return Fail(HVDA_INVALID_ARGUMENT, "loopback plugin: unknown or already released id");
+    }
+    ++Counters().ids_released;
+  }
+  std::lock_guard<std::mutex> l(Groups().mu);
+  Groups().groups.erase(key);  // members keep the group through their Comm
   return HVDA_OK;
 }
 hvda_status CommInit(const void* id, size_t n, int nranks, int rank, int, double timeout,
@@ -336,6 +229,23 @@ hvda_status CommInit(const void* id, size_t n, int nranks, int rank, int, double
   *out = reinterpret_cast<hvda_comm_t>(new Comm{g, rank, timeout});
   return HVDA_OK;
 }
+#if HVDA_PLUGIN_ABI_MINOR >= 1
+hvda_status CommInitConfig(const void* id, size_t n, int nranks, int rank, int device,
+                           const hvda_comm_config_v1* config, hvda_comm_t* out) {
+  double op_timeout = HVDA_HAS_FIELD(config, hvda_comm_config_v1, op_timeout_seconds)
+                          ? config->op_timeout_seconds
+                          : 0.0;
+  {
+    std::lock_guard<std::mutex> l(Counters().mu);
+    Counters().last_op_timeout = op_timeout;
+  }
+  hvda_status s = CommInit(id, n, nranks, rank, device, config->init_timeout_seconds, out);
+  // No true abort is needed here, but act as a library without one: every
+  // later wait is bounded by the operation timeout (plugin.h "timeouts").
+  if (s == HVDA_OK && op_timeout > 0) CM(*out)->timeout = op_timeout;
+  return s;
+}
+#endif
 hvda_status CommDestroy(hvda_comm_t c) { delete CM(c); return HVDA_OK; }
 hvda_status CommAbort(hvda_comm_t c) {
   std::lock_guard<std::mutex> l(CM(c)->group->mu);
@@ -353,8 +263,9 @@ int Supports(hvda_collective c, hvda_dtype t, hvda_reduce_op op) {
     case HVDA_COLL_REDUCESCATTER: return Reducible(t, op);
     case HVDA_COLL_ALLGATHER:
     case HVDA_COLL_BROADCAST:
-    case HVDA_COLL_ALLTOALL: return 1;
-    default: return 0;  // no send/recv: alltoall goes through alltoallv below
+    case HVDA_COLL_ALLTOALL:
+    case HVDA_COLL_SEND_RECV: return 1;
+    default: return 0;
   }
 }
 hvda_status Allreduce(const void* send, void* recv, size_t n, hvda_dtype t, hvda_reduce_op op,
@@ -410,16 +321,96 @@ hvda_status ReduceScatter(const void* send, void* recv, size_t n, hvda_dtype t, 
     return HVDA_OK;
   });
 }
-hvda_status SendRecvUnsupported(int, hvda_comm_t, hvda_stream_t) {
-  return Fail(HVDA_UNSUPPORTED, "loopback plugin: no point-to-point");
+// ---- point-to-point. A send deposits a copy; a recv waits for it.
+struct P2p {
+  bool send;
+  void* buf;
+  size_t bytes;
+  int peer;
+};
+
+hvda_status RunP2p(Comm* c, const P2p& op) {
+  Group& g = *c->group;
+  std::unique_lock<std::mutex> l(g.mu);
+  if (op.send) {
+    const char* b = static_cast<const char*>(op.buf);
+    g.mail[{c->rank, op.peer}].emplace_back(b, b + op.bytes);
+    g.cv.notify_all();
+    return HVDA_OK;
+  }
+  auto& box = g.mail[{op.peer, c->rank}];
+  if (!g.cv.wait_for(l, std::chrono::duration<double>(c->timeout),
+                     [&] { return !box.empty() || g.aborted; }))
+    return Fail(HVDA_TIMEOUT, "loopback plugin: recv timed out");
+  if (g.aborted) return Fail(HVDA_REMOTE_ERROR, "loopback plugin: communicator aborted");
+  std::vector<char> m = std::move(box.front());
+  box.pop_front();
+  if (m.size() != op.bytes)
+    return Fail(HVDA_INVALID_ARGUMENT, "loopback plugin: send/recv sizes disagree");
+  std::memcpy(op.buf, m.data(), m.size());
+  return HVDA_OK;
 }
-hvda_status Send(const void*, size_t, hvda_dtype, int peer, hvda_comm_t c, hvda_stream_t s) {
-  return SendRecvUnsupported(peer, c, s);
+
+// The calling thread's open group (groups are per thread, plugin.h).
+struct OpenGroup {
+  int depth = 0;
+  Comm* comm = nullptr;
+  hvda_stream_t stream = nullptr;
+  std::vector<P2p> ops;
+};
+thread_local OpenGroup open_group;
+
+hvda_status PostP2p(P2p op, hvda_comm_t comm, hvda_stream_t s) {
+  Comm* c = CM(comm);
+  if (op.peer == c->rank) {
+    std::lock_guard<std::mutex> l(Counters().mu);
+    ++Counters().self_peers;
+    return Fail(HVDA_INVALID_ARGUMENT, "loopback plugin: send/recv with the caller's own rank");
+  }
+  if (op.peer < 0 || op.peer >= c->group->size)
+    return Fail(HVDA_INVALID_ARGUMENT, "loopback plugin: no such peer");
+  OpenGroup& g = open_group;
+  if (g.depth == 0) {
+    S(s)->Enqueue([c, op] { return RunP2p(c, op); });
+    return HVDA_OK;
+  }
+  if (g.comm == nullptr) {
+    g.comm = c;
+    g.stream = s;
+  } else if (g.comm != c || g.stream != s) {
+    return Fail(HVDA_INVALID_ARGUMENT, "loopback plugin: one group, two communicators or streams");
+  }
+  g.ops.push_back(op);
+  return HVDA_OK;
 }
-hvda_status Recv(void*, size_t, hvda_dtype, int peer, hvda_comm_t c, hvda_stream_t s) {
-  return SendRecvUnsupported(peer, c, s);
+hvda_status Send(const void* buf, size_t n, hvda_dtype t, int peer, hvda_comm_t c,
+                 hvda_stream_t s) {
+  return PostP2p({true, const_cast<void*>(buf), n * Size(t), peer}, c, s);
 }
-hvda_status GroupMark(void) { return HVDA_OK; }
+hvda_status Recv(void* buf, size_t n, hvda_dtype t, int peer, hvda_comm_t c, hvda_stream_t s) {
+  return PostP2p({false, buf, n * Size(t), peer}, c, s);
+}
+hvda_status GroupStart(void) {
+  ++open_group.depth;
+  return HVDA_OK;
+}
+hvda_status GroupEnd(void) {
+  OpenGroup& g = open_group;
+  if (g.depth == 0) return Fail(HVDA_INVALID_ARGUMENT, "loopback plugin: group_end without start");
+  if (--g.depth > 0 || g.ops.empty()) return HVDA_OK;
+  std::vector<P2p> ops = std::move(g.ops);
+  Comm* c = g.comm;
+  hvda_stream_t s = g.stream;
+  g = OpenGroup();
+  // Sends first: they never block, so the group always progresses.
+  std::stable_partition(ops.begin(), ops.end(), [](const P2p& o) { return o.send; });
+  S(s)->Enqueue([c, ops] {
+    for (const P2p& op : ops)
+      if (hvda_status st = RunP2p(c, op)) return st;
+    return HVDA_OK;
+  });
+  return HVDA_OK;
+}
 hvda_status Alltoallv(const void* send, const size_t* sc, const size_t* sd, void* recv,
                       const size_t* rc, const size_t* rd, hvda_dtype t, hvda_comm_t c,
                       hvda_stream_t s) {
@@ -443,16 +434,77 @@ hvda_status Init(const hvda_host_api_v1*) { return HVDA_OK; }
 hvda_status Finalize() { return HVDA_OK; }
 const char* LastError() { return last_message.c_str(); }
 
-const hvda_device_ops_v1 kDevice = {
-    sizeof(hvda_device_ops_v1), DeviceCount, SetDevice, Alloc, FreeMem, HostAlloc, HostFree,
-    Memcpy, Memset, StreamCreate, StreamWrap, StreamDestroy, StreamSync, StreamWaitEvent,
-    EventCreate, EventDestroy, EventRecord, EventQuery, EventSync, ScaleK, ReduceK, Batched,
-    nullptr};
+#if defined(LOOPBACK_LEAN) && HVDA_PLUGIN_ABI_MINOR < 1
+#error "LOOPBACK_LEAN needs the ABI 1.1 header"
+#endif
 
-const hvda_ccl_ops_v1 kCcl = {
-    sizeof(hvda_ccl_ops_v1), IdSize, GetId, CommInit, CommDestroy, CommAbort, CommError,
-    Supports, Allreduce, Broadcast, Allgather, ReduceScatter, Send, Recv, GroupMark, GroupMark,
-    nullptr /* allgatherv: composed by the core */, Alltoallv};
+const hvda_device_ops_v1 kDevice = [] {
+  hvda_device_ops_v1 d{};
+  d.struct_size = sizeof(d);
+  d.device_count = DeviceCount;
+  d.set_device = SetDevice;
+  d.mem_alloc = Alloc;
+  d.mem_free = FreeMem;
+  d.host_alloc = HostAlloc;
+  d.host_free = HostFree;
+  d.memcpy_async = Memcpy;
+  d.memset_async = Memset;
+  d.stream_create = StreamCreate;
+  d.stream_wrap = StreamWrap;
+  d.stream_destroy = StreamDestroy;
+  d.stream_synchronize = StreamSync;
+  d.stream_wait_event = StreamWaitEvent;
+  d.event_create = EventCreate;
+  d.event_destroy = EventDestroy;
+  d.event_record = EventRecord;
+  d.event_query = EventQuery;
+  d.event_synchronize = EventSync;
+#ifdef LOOPBACK_LEAN
+#ifndef LOOPBACK_NO_FLAG  // (that variant must be refused by the loader)
+  d.memory_host_accessible = 1;  // malloc'd: the core supplies scale / reduce_into
+#endif
+  (void)ScaleK;
+  (void)ReduceK;
+#else
+  d.scale = ScaleK;
+  d.reduce_into = ReduceK;
+#endif
+  d.batched_copy = Batched;
+  return d;
+}();
+
+const hvda_ccl_ops_v1 kCcl = [] {
+  hvda_ccl_ops_v1 c{};
+  c.struct_size = sizeof(c);
+  c.unique_id_size = IdSize;
+  c.get_unique_id = GetId;
+  c.comm_init_rank = CommInit;
+  c.comm_destroy = CommDestroy;
+  c.comm_abort = CommAbort;
+  c.comm_get_async_error = CommError;
+  c.supports = Supports;
+  c.allreduce = Allreduce;
+  c.broadcast = Broadcast;
+  c.allgather = Allgather;
+  c.reduce_scatter = ReduceScatter;
+  c.send = Send;
+  c.recv = Recv;
+  c.group_start = GroupStart;
+  c.group_end = GroupEnd;
+  c.allgatherv = nullptr;  // composed by the core
+#ifdef LOOPBACK_LEAN
+  (void)Alltoallv;  // composed by the core from grouped send/recv
+#else
+  c.alltoallv = Alltoallv;
+#endif
+#if HVDA_PLUGIN_ABI_MINOR >= 1
+  c.unique_id_release = ReleaseId;
+  c.comm_init_rank_config = CommInitConfig;
+#else
+  (void)ReleaseId;
+#endif
+  return c;
+}();
 
 const hvda_plugin_v1 kPlugin = {sizeof(hvda_plugin_v1), HVDA_PLUGIN_ABI_MAJOR,
                                 HVDA_PLUGIN_ABI_MINOR, "loopback", "0.1.0", "loopback",
@@ -462,4 +514,22 @@ const hvda_plugin_v1 kPlugin = {sizeof(hvda_plugin_v1), HVDA_PLUGIN_ABI_MAJOR,
 
 extern "C" HVDA_PLUGIN_EXPORT const hvda_plugin_v1* horovod_accel_plugin_v1(uint32_t, uint32_t) {
   return &kPlugin;
+}
+
+// For the tests (tests/cpp/plugin_abi_test.cc): the counters since load.
+extern "C" HVDA_PLUGIN_EXPORT void hvda_loopback_stats(uint64_t* ids_made, uint64_t* ids_released,
+                                                       uint64_t* bad_releases,
+                                                       uint64_t* self_peers,
+                                                       double* last_op_timeout) {
+  std::lock_guard<std::mutex> l(loopback::Counters().mu);
+  *ids_made = loopback::Counters().ids_made;
+  *ids_released = loopback::Counters().ids_released;
+  *bad_releases = loopback::Counters().bad_releases;
+  *self_peers = loopback::Counters().self_peers;
+  *last_op_timeout = loopback::Counters().last_op_timeout;
+}
+// While on, rendezvous waits ignore their timeout and comm_abort (a plugin
+// breaking plugin.h's "timeouts" contract, for the bounded-teardown test).
+extern "C" HVDA_PLUGIN_EXPORT void hvda_loopback_hang(int on) {
+  loopback::Counters().hang.store(on != 0);
 }
