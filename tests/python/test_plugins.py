@@ -32,8 +32,9 @@ def test_check_build_lists_plugins_from_the_environment():
     assert "HOROVOD_FIXTURE_RUNTIME_LIB" in out, out
     # Built for another ABI major: refused with the reason.
     assert "built for plugin ABI 2.0" in out, out
-    # A name resolves to libhorovod_accel_<name>.so; missing -> the dlopen error.
-    assert "[ ] libhorovod_accel_nosuchvendor.so" in out and "cannot be loaded" in out, out
+    # A name resolves to libhorovod_accel_<name>.so; missing -> "not found", with the fix.
+    assert "[ ] libhorovod_accel_nosuchvendor.so" in out, out
+    assert "'libhorovod_accel_nosuchvendor.so' not found" in out, out
 
 
 def test_check_build_without_plugins_says_none_found():
@@ -57,3 +58,28 @@ def test_plugins_from_entry_points(tmp_path):
     assert r.returncode == 0, r.stderr
     assert f"[X] fixture 0.0.1 (device 'fixture', ABI 1.0, {OK})" in r.stdout, r.stdout
     assert "entry point 'broken = hvda_fixture_pkg:no_such_attribute'" in r.stdout, r.stdout
+
+
+def test_check_build_tells_a_missing_dependency_from_a_missing_plugin():
+    """A plugin that is there but needs a library that is not
+    (docs/design/plugin_loading.md): the dlopen error naming that library,
+    and where to make it findable - not "install the plugin"."""
+    needs = FIXTURES / "libhvda_fixture_needs_missing.so"
+    r = horovodrun(["--check-build"], 60, HOROVOD_ACCEL_PLUGINS=f"{needs},{FIXTURES}/libnope.so")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert f"'{needs}' was found but cannot be loaded" in out, out
+    assert "libhvda_dup_gone.so" in out and "LD_LIBRARY_PATH" in out, out
+    assert f"'{FIXTURES}/libnope.so' not found" in out, out
+
+
+def test_check_build_refuses_cpu_as_a_plugins_device_type():
+    """HOROVOD_<NAME>_DEVICE_TYPE=cpu would send the plugin's tensors down
+    the core's CPU path (a conformance run would test that instead)."""
+    r = horovodrun(["--check-build"], 60, HOROVOD_ACCEL_PLUGINS=str(OK),
+                   HOROVOD_FIXTURE_DEVICE_TYPE="cpu")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert f"[ ] {OK}" in out, out
+    assert "HOROVOD_FIXTURE_DEVICE_TYPE=cpu names the host device" in out, out
+    assert "Unset HOROVOD_FIXTURE_DEVICE_TYPE" in out, out

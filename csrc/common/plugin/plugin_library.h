@@ -1,12 +1,14 @@
 // PluginLibrary: one device plugin shared library (csrc/include/horovod_accel/
 // plugin.h), opened with dlopen and validated: entry symbol, ABI major
-// version, struct sizes and every required function. Loading a plugin never
-// loads a vendor library; the plugin does that in init().
+// version, struct sizes, every required function and the device type it
+// serves. Loading a plugin never loads a vendor library; the plugin does that
+// in init(). How a plugin is opened (symbol isolation) and what a vendor's
+// link line must do: docs/design/plugin_loading.md.
 //
 // Lifetime: the library stays mapped while the PluginLibrary lives; the
 // plugin's tables (plugin(), device(), ccl()) are valid until then.
 // Thread-safety: the accessors are const and thread-safe; Probe/Init follow
-// the plugin's own rules (plugin.h).
+// the plugin's own rules (plugin.h). Open only reads the environment.
 #pragma once
 
 #include <memory>
@@ -17,6 +19,31 @@
 
 namespace hvda {
 
+// How the dynamic linker resolves the symbols that a plugin, and every
+// library that its dlopen newly loads (its DT_NEEDED closure), reference.
+enum class PluginIsolation {
+  // RTLD_DEEPBIND: the plugin's own dependency tree is searched before the
+  // process's global scope, so a framework library loaded RTLD_GLOBAL that
+  // exports the same symbols (libtorch_cpu.so carries Gloo) cannot take the
+  // plugin's calls. Caveats: docs/design/plugin_loading.md.
+  kDeepBind,
+  // RTLD_LOCAL only: the global scope is searched first (the framework's
+  // copies win). For plugins that rely on interposition (a preloaded
+  // allocator freeing what libc allocated, sanitizers).
+  kNone,
+};
+
+const char* PluginIsolationName(PluginIsolation i);
+
+// The isolation that Open(path, out) uses: kDeepBind, unless
+//  - HOROVOD_ACCEL_PLUGIN_DEEPBIND is 0 / false / off / no (case-insensitive),
+//  - a sanitizer runtime is in the process (ASan/TSan/MSan/HWASan abort on
+//    an RTLD_DEEPBIND dlopen), or
+//  - the C library has no RTLD_DEEPBIND (not glibc).
+// `why`, when not null, receives one sentence saying which rule decided.
+// Reads the environment and the process's loaded symbols; no side effects.
+PluginIsolation DefaultPluginIsolation(std::string* why = nullptr);
+
 class PluginLibrary {
  public:
   ~PluginLibrary();
@@ -24,13 +51,25 @@ class PluginLibrary {
   PluginLibrary& operator=(const PluginLibrary&) = delete;
 
   // Opens the library at `path` (a file path, or a bare file name that the
-  // dynamic linker searches for). Unavailable when the file cannot be loaded
-  // or has no entry symbol; InvalidArgument when it is not a compatible
-  // plugin (wrong ABI major, struct too small, a required function missing).
-  // The message names the path and what to do. Nothing stays loaded on failure.
+  // dynamic linker searches for) with DefaultPluginIsolation(). Errors (each
+  // message names the path and what to do; nothing stays loaded):
+  //  - Unavailable, "not found": no readable file at `path` (or, for a bare
+  //    name, the dynamic linker found none);
+  //  - Unavailable, "found but cannot be loaded": the file is there but
+  //    dlopen failed - a library it needs is missing or broken; the message
+  //    quotes dlerror, which names that library;
+  //  - Unavailable: no entry symbol (not a plugin);
+  //  - InvalidArgument: not a compatible plugin (wrong ABI major, struct too
+  //    small, a required function missing), or its device type - its own or
+  //    HOROVOD_<NAME>_DEVICE_TYPE's - is `cpu`, the host device that the core
+  //    serves itself.
   static Status Open(const std::string& path, std::unique_ptr<PluginLibrary>* out);
+  // The same with an explicit isolation (tests; a caller that knows better).
+  static Status Open(const std::string& path, PluginIsolation isolation,
+                     std::unique_ptr<PluginLibrary>* out);
 
   const std::string& path() const { return path_; }
+  PluginIsolation isolation() const { return isolation_; }
   const hvda_plugin_v1& plugin() const { return *plugin_; }
   const hvda_device_ops_v1& device() const { return *plugin_->device; }
   const hvda_ccl_ops_v1& ccl() const { return *plugin_->ccl; }
@@ -39,7 +78,7 @@ class PluginLibrary {
   // plugin's own device_type, unless HOROVOD_<NAME>_DEVICE_TYPE (NAME = the
   // plugin's name in upper case, e.g. HOROVOD_GCU_DEVICE_TYPE) says
   // otherwise - for a framework extension that registers the device under
-  // another name. Read once, at Open.
+  // another name. Read once, at Open; never `cpu` (Open refuses that).
   const std::string& device_type() const { return device_type_; }
 
   // plugin().probe(host): OK, or Unavailable with the plugin's message.
@@ -49,13 +88,19 @@ class PluginLibrary {
   Status Error(hvda_status code, const std::string& what) const;
 
  private:
-  PluginLibrary(void* handle, std::string path, const hvda_plugin_v1* plugin);
+  PluginLibrary(void* handle, std::string path, PluginIsolation isolation,
+                const hvda_plugin_v1* plugin, std::string device_type);
 
   void* handle_;  // from dlopen; closed by the destructor
   std::string path_;
+  PluginIsolation isolation_;
   const hvda_plugin_v1* plugin_;  // owned by the library
   std::string device_type_;
 };
+
+// "HOROVOD_<NAME>_DEVICE_TYPE" for a plugin named `plugin_name` (upper case;
+// characters other than letters and digits become '_').
+std::string DeviceTypeVariable(const char* plugin_name);
 
 const char* PluginStatusName(hvda_status s);
 
