@@ -108,6 +108,19 @@ std::shared_ptr<PluginDevice> Accelerators::device(int local_rank, std::string* 
   return nullptr;
 }
 
+Status Accelerators::Activity(const std::string& device_type,
+                              std::vector<std::pair<std::string, uint64_t>>* counts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& p : plugins_) {
+    if (p.lib && p.device_type == device_type) {
+      *counts = p.lib->activity().Snapshot();
+      return Status::OK();
+    }
+  }
+  return Status::InvalidArgument("no usable device plugin serves the device type '" +
+                                 device_type + "' (loaded: " + Known() + ")");
+}
+
 void Accelerators::EndGeneration() {
   std::lock_guard<std::mutex> lock(mu_);
   bound_.reset();

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/plugin/plugin_device.h"
@@ -42,6 +43,11 @@ class Accelerators {
   // set when no plugin is available.
   std::shared_ptr<PluginDevice> device(int local_rank, std::string* why);
   void EndGeneration();
+  // The loaded plugin serving device_type's collective counts
+  // (PluginActivity::Snapshot); InvalidArgument naming the loaded types when
+  // no usable plugin serves it.
+  Status Activity(const std::string& device_type,
+                  std::vector<std::pair<std::string, uint64_t>>* counts);
 
  private:
   struct Plugin {

@@ -332,4 +332,15 @@ std::vector<std::string> Runtime::GlobalBackends() {
   return out;
 }
 
+Status Runtime::BindAccelerator(const std::string& device_type, int index,
+                                std::shared_ptr<PluginDevice>* out) {
+  HVDA_RETURN_IF_ERROR(CheckInitialized());
+  return accel_.Bind(device_type, index, out);
+}
+
+Status Runtime::PluginActivityOf(const std::string& device_type,
+                                 std::vector<std::pair<std::string, uint64_t>>* counts) {
+  return accel_.Activity(device_type, counts);
+}
+
 }  // namespace hvda

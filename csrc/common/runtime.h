@@ -97,6 +97,18 @@ class Runtime : private CycleHost {
   // Names of the backends in use for the global set (for diagnostics).
   std::vector<std::string> GlobalBackends();
 
+  // This rank's accelerator device_type:index (Accelerators::Bind: the
+  // device every accelerator tensor of this rank must then be on), for
+  // callers that hold device memory without a framework (the conformance
+  // suite's plugin-memory mode). InvalidArgument when not initialized or
+  // no plugin serves device_type.
+  Status BindAccelerator(const std::string& device_type, int index,
+                         std::shared_ptr<PluginDevice>* out);
+  // How many collectives the core ran through device_type's plugin since it
+  // was loaded, per kind (PluginActivity).
+  Status PluginActivityOf(const std::string& device_type,
+                          std::vector<std::pair<std::string, uint64_t>>* counts);
+
  private:
   Status CheckInitialized() const;
   // Explains a failed rendezvous when ranks are at different init()

@@ -14,6 +14,9 @@ void BindRuntime(pybind11::module_& m);
 void BindPlugins(pybind11::module_& m);
 // Adds Runtime.c_api() (csrc/include/horovod_accel/core_api.h); after BindRuntime.
 void BindCoreCApi(pybind11::module_& m);
+// Adds PluginMemory, Runtime.plugin_memory() and Runtime.plugin_activity()
+// (plugin_memory_binding.cc); after BindRuntime.
+void BindPluginMemory(pybind11::module_& m);
 
 // Raises the Python exception matching a non-OK Status: ValueError for
 // InvalidArgument, _core.CollectiveError (a RuntimeError) otherwise.

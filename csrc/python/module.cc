@@ -74,5 +74,6 @@ PYBIND11_MODULE(_core, m) {
   python::BindRuntime(m);
   python::BindFastEnqueue(m);
   python::BindCoreCApi(m);
+  python::BindPluginMemory(m);
   python::BindPlugins(m);
 }

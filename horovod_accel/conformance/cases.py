@@ -62,12 +62,17 @@ class Ctx:
     sets ({label: (ProcessSet, [global ranks])}) and the self-test switch."""
 
     def __init__(self, hvd, device, process_sets, self_test_fail=False):
+        """hvd: horovod_accel.torch, or (plugin-memory mode) a PluginOps over
+        it, whose to_device() makes the device buffers."""
         self.hvd = hvd
         self.device = device
         self.rank = hvd.rank()
         self.size = hvd.size()
         self.process_sets = process_sets
         self.self_test_fail = self_test_fail
+        # Elements this rank put on the device since the runner last reset
+        # it (per case): a case that moved none needs no plugin activity.
+        self.device_elements = 0
         self.op_map = {E.SUM: hvd.Sum, E.AVERAGE: hvd.Average, E.MIN: hvd.Min,
                        E.MAX: hvd.Max, E.PRODUCT: hvd.Product}
 
@@ -82,6 +87,10 @@ class Ctx:
 
     def to_device(self, host):
         """A new tensor on the device under test holding `host`'s values."""
+        self.device_elements += host.numel()
+        plugin_to_device = getattr(self.hvd, "to_device", None)
+        if plugin_to_device is not None:
+            return plugin_to_device(host)
         t = torch.empty(host.shape, dtype=host.dtype, device=self.device)
         t.copy_(host)
         return t

@@ -30,6 +30,8 @@ from typing import Optional
 
 import torch
 
+from horovod_accel.conformance.plugin_memory import PluginTensor
+
 SUM, AVERAGE, MIN, MAX, PRODUCT = "sum", "average", "min", "max", "product"
 
 EPS = {
@@ -180,7 +182,7 @@ def compare(got, exp, device, what="output"):
     """None if `got` matches `exp` on `device`, else a one-line description
     of the first difference (dtype, shape, device, or values: index, got,
     expected and how many elements differ)."""
-    if not isinstance(got, torch.Tensor):
+    if not isinstance(got, (torch.Tensor, PluginTensor)):
         return f"{what}: got {type(got).__name__}, expected a torch.Tensor"
     if got.dtype != exp.dtype:
         return f"{what}: dtype {str(got.dtype).replace('torch.', '')}, expected " \

@@ -10,7 +10,12 @@ Per case, every rank:
    before it submitted a collective waits here, the others' case op then
    fails (deadlock detection), they arrive here too, and the exchange is
    retried under the same name until everyone meets. One rank's failure
-   cannot shift the names of the later cases.
+   cannot shift the names of the later cases. On an accelerator the vector
+   also carries, per rank, the collectives the device plugin ran during
+   the case and the elements the rank put on the device: a case that
+   passed on values but moved data without the plugin running anything on
+   some member rank fails there ("Proof that the plugin ran it",
+   docs/conformance.md).
 At the end the failure details are gathered (allgather_object) and rank 0
 prints the report; its last line is `conformance: P passed, F failed`.
 Exit status: 0 if F == 0, 1 if F > 0 (on every rank), 2 if the device is
@@ -46,7 +51,12 @@ def parse_args(argv):
                     "The last line rank 0 prints is 'conformance: P passed, F failed'.")
     p.add_argument("--device", required=True,
                    help="'cpu' or a torch device type (cuda, gcu, ...): each rank uses "
-                        "torch.device(NAME, local_rank)")
+                        "torch.device(NAME, local_rank); with --memory plugin, the device "
+                        "type of a loaded device plugin")
+    p.add_argument("--memory", choices=("framework", "plugin"), default="framework",
+                   help="where the tested buffers live: 'framework' (default): torch tensors "
+                        "on the device; 'plugin': memory from the device plugin's mem_alloc, "
+                        "for a plugin without a framework device (no torch device needed)")
     p.add_argument("--quick", action="store_true",
                    help="a smaller matrix for CI smoke runs: counts 0, 1, 1031 (0, 1031 on the "
                         "non-global sets), broadcast from the first and last rank of each set, "
@@ -64,6 +74,9 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.max_failures_shown < 0:
         p.error("--max-failures-shown must be >= 0")
+    if args.memory == "plugin" and args.device == "cpu":
+        p.error("--memory plugin needs the device type of a device plugin, not 'cpu' (the CPU "
+                "is served by the core itself)")
     return args
 
 
@@ -178,19 +191,54 @@ class SyncLost(Exception):
     pass
 
 
-def exchange_status(hvd, case, status):
-    """Every rank's status for the case (a list indexed by rank), through an
-    allreduce of CPU tensors, retried under the same name (see module doc)."""
+def exchange_status(hvd, case, status, calls=0, elements=0):
+    """Every rank's (status, plugin calls, device elements) for the case (a
+    list indexed by rank), through an allreduce of CPU tensors, retried
+    under the same name (see module doc)."""
     error = None
     for _ in range(SYNC_ATTEMPTS):
-        vec = torch.zeros(hvd.size(), dtype=torch.int32)
-        vec[hvd.rank()] = status
+        vec = torch.zeros(hvd.size(), 3, dtype=torch.int64)
+        vec[hvd.rank()] = torch.tensor([status, calls, elements])
         try:
-            return hvd.allreduce(vec, name=f"conf.{case.index}.status", op=hvd.Sum).tolist()
+            out = hvd.allreduce(vec, name=f"conf.{case.index}.status", op=hvd.Sum)
+            return [tuple(row) for row in out.tolist()]
         except Exception as e:  # noqa: BLE001
             error = e
     raise SyncLost(f"the status exchange after case {case.name} failed {SYNC_ATTEMPTS} times: "
                    f"{_one_line(error)}")
+
+
+class PluginProof:
+    """The collectives the core ran through the plugin serving the device
+    type under test (`Runtime.plugin_activity`), read before and after each
+    case: `delta()` is this rank's count for the case."""
+
+    def __init__(self, device_type):
+        from horovod_accel.common.default_runtime import DEFAULT_RUNTIME  # noqa: PLC0415
+        self.device_type = device_type
+        self._rt = DEFAULT_RUNTIME.initialized_runtime()
+        self._last = self.counts()
+
+    def counts(self):
+        return self._rt.plugin_activity(self.device_type)
+
+    def delta(self):
+        now = self.counts()
+        d = sum(now.values()) - sum(self._last.values())
+        self._last = now
+        return d
+
+    def describe(self, start):
+        now = self.counts()
+        return ", ".join(f"{k} {now[k] - start[k]}" for k in now if now[k] != start[k]) or "none"
+
+
+def unproven_ranks(rows):
+    """Member ranks (status != SKIP) that ran no plugin collective although
+    the case put data on the device somewhere; [] when no member did."""
+    if sum(r[2] for r in rows if r[0] != SKIP) == 0:
+        return []
+    return [rank for rank, r in enumerate(rows) if r[0] != SKIP and r[1] == 0]
 
 
 def combine(statuses):
@@ -240,6 +288,32 @@ def print_report(cases, final, per_rank_details, max_shown, elapsed, device, siz
     return len(failed)
 
 
+def _unavailable(rank, name, why):
+    print(f"conformance: rank {rank}: device {name!r} is not available: {why}", file=sys.stderr,
+          flush=True)
+    return 2
+
+
+def attach_plugin(hvd, args, device):
+    """(hvd or its PluginOps, device, PluginProof or None) once hvd is
+    initialized: plugin memory binds this rank's accelerator; on any device
+    but the CPU the plugin serving it is looked up for the proof.
+    DeviceUnavailable when no loaded device plugin serves the type."""
+    if args.memory == "framework" and device.type == "cpu":
+        return hvd, device, None
+    from horovod_accel.conformance.plugin_memory import PluginOps  # noqa: PLC0415
+    try:
+        proof = PluginProof(args.device if args.memory == "plugin" else device.type)
+        if args.memory == "framework":
+            return hvd, device, proof
+        ops = PluginOps(hvd, args.device, hvd.local_rank())
+    except ValueError as e:
+        raise DeviceUnavailable(f"{e}. Name the plugin in HOROVOD_ACCEL_PLUGINS (or install "
+                                f"it); `horovodrun --check-build` lists the loaded plugins") \
+            from None
+    return ops, ops.device, proof
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     rank_env = int(os.environ.get("HOROVOD_RANK", "0"))
@@ -249,12 +323,12 @@ def main(argv=None):
                      if args.filter is None or args.filter in c.name]
             print("\n".join(c.name for c in cases))
         return 0
-    try:
-        device = resolve_device(args.device, int(os.environ.get("HOROVOD_LOCAL_RANK", "0")))
-    except DeviceUnavailable as e:
-        print(f"conformance: rank {rank_env}: device {args.device!r} is not available: {e}",
-              file=sys.stderr, flush=True)
-        return 2
+    device = torch.device("cpu")
+    if args.memory == "framework":
+        try:
+            device = resolve_device(args.device, int(os.environ.get("HOROVOD_LOCAL_RANK", "0")))
+        except DeviceUnavailable as e:
+            return _unavailable(rank_env, args.device, e)
 
     if "OMP_NUM_THREADS" not in os.environ:
         # The host-side expectations are small; torch's default of one
@@ -264,16 +338,26 @@ def main(argv=None):
     import horovod_accel.torch as hvd
     sets, sets_text = init_horovod(hvd)
     rank, size = hvd.rank(), hvd.size()
+    try:
+        ops, device, proof = attach_plugin(hvd, args, device)
+    except DeviceUnavailable as e:
+        code = _unavailable(rank, args.device, e)
+        hvd.shutdown()
+        return code
+    proof_start = proof.counts() if proof is not None else None
     cases = [c for c in build_cases(size, args.quick)
              if args.filter is None or args.filter in c.name]
     for i, c in enumerate(cases):
         c.index = i
-    ctx = Ctx(hvd, device, sets, self_test_fail=args.self_test_fail)
+    ctx = Ctx(ops, device, sets, self_test_fail=args.self_test_fail)
     if rank == 0:
         print(f"conformance: device {args.device} ({device} on rank 0), {size} "
               f"rank{'s' if size != 1 else ''}, process sets: {sets_text}; {len(cases)} cases "
               f"({'quick' if args.quick else 'default'} matrix"
               f"{'' if args.filter is None else f', filter {args.filter!r}'})", flush=True)
+        if proof is not None:
+            print(f"conformance: {args.memory} memory; each case must run in the device plugin "
+                  f"serving {proof.device_type!r} on every member rank", flush=True)
         if not cases:
             print(f"conformance: no case name contains {args.filter!r} (--list shows them)")
 
@@ -283,14 +367,26 @@ def main(argv=None):
     lost = None
     for case in cases:
         t0 = time.monotonic()
+        ctx.device_elements = 0
         status, detail = run_case(ctx, case, args.verbose)
+        calls = proof.delta() if proof is not None else 0
         if detail is not None:
             details[case.index] = (status, detail)
         try:
-            statuses = exchange_status(hvd, case, status)
+            rows = exchange_status(hvd, case, status, calls, ctx.device_elements)
         except SyncLost as e:
             lost = (case, str(e))
             break
+        statuses = [r[0] for r in rows]
+        if proof is not None and combine(statuses) == PASS:
+            unproven = unproven_ranks(rows)
+            if unproven:
+                statuses = [FAIL if r in unproven else s for r, s in enumerate(statuses)]
+                if rank in unproven:
+                    details[case.index] = (FAIL, f"the values are right, but no collective ran "
+                                                 f"in the {proof.device_type!r} device plugin "
+                                                 f"on this rank during the case: the op took "
+                                                 f"another path")
         final[case.index] = (combine(statuses), statuses)
         if args.verbose and rank == 0:
             st = final[case.index][0]
@@ -322,6 +418,9 @@ def main(argv=None):
         everyone = [details if r == rank else {} for r in range(size)]
     n_failed = sum(1 for c in cases if final[c.index][0] == FAIL)
     if rank == 0:
+        if proof is not None:
+            print(f"conformance: collectives rank 0 ran in the {proof.device_type!r} plugin: "
+                  f"{proof.describe(proof_start)}", flush=True)
         print_report(cases, final, everyone, args.max_failures_shown, elapsed, device, size)
     sys.stdout.flush()
     # Rank 0 has printed its last line before anyone may exit.

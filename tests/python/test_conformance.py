@@ -131,7 +131,35 @@ def test_unknown_device_exits_2():
     assert "device 'nosuchdevice' is not available" in r.stderr, tail(r)
 
 
+def test_plugin_memory_needs_a_loaded_plugin():
+    """--memory plugin without a plugin serving the type: exit 2 naming what
+    to do; with 'cpu': refused at argument parsing."""
+    r = run([sys.executable, "-m", "horovod_accel.conformance", "--device", "nosuchdevice",
+             "--memory", "plugin"], 60)
+    assert r.returncode == 2, tail(r)
+    assert "device 'nosuchdevice' is not available" in r.stderr, tail(r)
+    assert "no usable device plugin serves the device type 'nosuchdevice'" in r.stderr, tail(r)
+    assert "HOROVOD_ACCEL_PLUGINS" in r.stderr, tail(r)
+    r = run([sys.executable, "-m", "horovod_accel.conformance", "--device", "cpu",
+             "--memory", "plugin"], 60)
+    assert r.returncode == 2 and "not 'cpu'" in r.stderr, tail(r)
+
+
 # ---------------------------------------------------------------- in-process
+
+
+def test_proof_flags_members_without_plugin_activity():
+    """Rows are (status, plugin calls, device elements) per rank."""
+    P, S = R.PASS, R.SKIP
+    assert R.unproven_ranks([(P, 3, 10), (P, 1, 0)]) == []
+    # the second member ran nothing although the case moved data
+    assert R.unproven_ranks([(P, 3, 10), (P, 0, 10)]) == [1]
+    # a member that put nothing on the device still takes part (allgather of 0 rows)
+    assert R.unproven_ranks([(P, 1, 10), (P, 0, 0), (S, 0, 0)]) == [1]
+    # nothing moved anywhere (zero-length tensors, barrier): nothing to prove
+    assert R.unproven_ranks([(P, 0, 0), (P, 0, 0)]) == []
+    # non-members are never blamed
+    assert R.unproven_ranks([(S, 0, 0), (P, 2, 5), (P, 2, 5)]) == []
 
 
 def test_case_names_are_unique_and_cover_the_matrix():

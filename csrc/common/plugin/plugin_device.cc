@@ -395,12 +395,14 @@ bool PluginBackend::Supports(CollectiveKind kind, DataType dtype, ReduceOp op) c
 
 Status PluginBackend::Allreduce(void* buf, int64_t count, DataType dtype, ReduceOp op,
                                 Stream* s) {
+  lib_->activity().Count(CollectiveKind::kAllreduce);
   return Check(ccl_->allreduce(buf, buf, count, D(dtype), R(op), comm_, PluginDevice::Handle(s)),
                "allreduce");
 }
 
 Status PluginBackend::Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes,
                                  Stream* s) {
+  lib_->activity().Count(CollectiveKind::kAllgather);
   hvda_stream_t h = PluginDevice::Handle(s);
   if (AllEqual(bytes))
     return Check(ccl_->allgather(in, out, bytes[0], HVDA_UINT8, comm_, h), "allgather");
@@ -423,12 +425,14 @@ Status PluginBackend::Allgatherv(const void* in, void* out, const std::vector<in
 }
 
 Status PluginBackend::Broadcast(void* buf, int64_t bytes, int root, Stream* s) {
+  lib_->activity().Count(CollectiveKind::kBroadcast);
   return Check(ccl_->broadcast(buf, buf, bytes, HVDA_UINT8, root, comm_, PluginDevice::Handle(s)),
                "broadcast");
 }
 
 Status PluginBackend::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                                 const std::vector<int64_t>& recv_bytes, Stream* s) {
+  lib_->activity().Count(CollectiveKind::kAlltoall);
   hvda_stream_t h = PluginDevice::Handle(s);
   std::vector<size_t> sc(send_bytes.begin(), send_bytes.end()), rc(recv_bytes.begin(), recv_bytes.end());
   std::vector<size_t> sd(size_, 0), rd(size_, 0);
@@ -464,6 +468,7 @@ Status PluginBackend::Alltoallv(const void* in, const std::vector<int64_t>& send
 
 Status PluginBackend::Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts,
                                     DataType dtype, ReduceOp op, Stream* s) {
+  lib_->activity().Count(CollectiveKind::kReducescatter);
   hvda_stream_t h = PluginDevice::Handle(s);
   if (AllEqual(counts) && ccl_->supports(HVDA_COLL_REDUCESCATTER, D(dtype), R(op)))
     return Check(ccl_->reduce_scatter(in, out, counts[0], D(dtype), R(op), comm_, h),
@@ -474,13 +479,15 @@ Status PluginBackend::Reducescatter(const void* in, void* out, const std::vector
   void* tmp = nullptr;
   HVDA_RETURN_IF_ERROR(Scratch(total * esize, s, &tmp));
   HVDA_RETURN_IF_ERROR(device_->memory().CopyAsync(tmp, in, total * esize, s));
-  HVDA_RETURN_IF_ERROR(Allreduce(tmp, total, dtype, op, s));
+  HVDA_RETURN_IF_ERROR(Check(ccl_->allreduce(tmp, tmp, total, D(dtype), R(op), comm_, h),
+                             "allreduce (reduce-scatter)"));
   const int64_t offset = std::accumulate(counts.begin(), counts.begin() + rank_, int64_t{0});
   return device_->memory().CopyAsync(out, static_cast<char*>(tmp) + offset * esize,
                                      counts[rank_] * esize, s);
 }
 
 Status PluginBackend::Barrier(Stream* s) {
+  lib_->activity().Count(CollectiveKind::kBarrier);
   void* one = nullptr;
   HVDA_RETURN_IF_ERROR(Scratch(sizeof(int32_t), s, &one));
   return Check(ccl_->allreduce(one, one, 1, HVDA_INT32, HVDA_SUM, comm_, PluginDevice::Handle(s)),

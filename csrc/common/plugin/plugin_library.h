@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "common/plugin/plugin_activity.h"
 #include "common/util/status.h"
 #include "horovod_accel/plugin.h"
 
@@ -87,6 +88,11 @@ class PluginLibrary {
   // A failed call's Status: `what` plus the plugin's last_error() message.
   Status Error(hvda_status code, const std::string& what) const;
 
+  // The collectives the core has run through this library (PluginBackend
+  // counts them; the Runtime reports them, e.g. to the conformance suite).
+  // Lives as long as the library: counts span init() generations.
+  PluginActivity& activity() const { return activity_; }
+
  private:
   PluginLibrary(void* handle, std::string path, PluginIsolation isolation,
                 const hvda_plugin_v1* plugin, std::string device_type);
@@ -96,6 +102,7 @@ class PluginLibrary {
   PluginIsolation isolation_;
   const hvda_plugin_v1* plugin_;  // owned by the library
   std::string device_type_;
+  mutable PluginActivity activity_;  // counters only; see activity()
 };
 
 // "HOROVOD_<NAME>_DEVICE_TYPE" for a plugin named `plugin_name` (upper case;

@@ -33,6 +33,7 @@ Config Load() {
   c.stream_delay_us = static_cast<unsigned>(Read({"HVDA_EMU_STREAM_DELAY_US", 0, 0, 10e6}));
   c.init_timeout_s = Read({"HVDA_EMU_INIT_TIMEOUT_SECONDS", 120, 0, 86400});
   c.channel_bytes = static_cast<size_t>(Read({"HVDA_EMU_CHANNEL_BYTES", 0, 0, 1 << 30}));
+  c.broken_sum = Read({"HVDA_EMU_BROKEN_SUM", 0, 0, 1}) != 0;
   return c;
 }
 
