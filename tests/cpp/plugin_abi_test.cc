@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <numeric>
 
 #include "common/plugin/plugin_device.h"
@@ -234,6 +235,25 @@ TEST_P(LeanPluginExecutor, EveryCollectiveKind) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, LeanPluginExecutor, ::testing::Values(1, 2, 3));
+
+// The activity the conformance suite's proof reads (PluginActivity): each
+// collective the executor ran counts once, under the kind it asked for, on
+// every rank - composed ones too (the uneven allgather of broadcasts, the
+// alltoall of send/recv, the uneven reduce-scatter of an allreduce).
+TEST(PluginActivityCounts, EachCollectiveOnceUnderItsKind) {
+  auto lib = Open("loopback_lean");
+  ASSERT_TRUE(lib);
+  for (const auto& kv : lib->activity().Snapshot()) EXPECT_EQ(kv.second, 0u) << kv.first;
+  RunRanks(2, [&](int rank, int n, Store* store) {
+    testing::CheckEveryCollectiveKind(lib, rank, n, LocalSpec(store, "activity/", rank, n));
+  });
+  std::map<std::string, uint64_t> got;
+  for (const auto& kv : lib->activity().Snapshot()) got[kv.first] = kv.second;
+  const std::map<std::string, uint64_t> want = {{"allreduce", 2},     {"allgather", 2},
+                                                {"broadcast", 2},     {"alltoall", 2},
+                                                {"reducescatter", 2}, {"barrier", 0}};
+  EXPECT_EQ(got, want);
+}
 
 // A plugin built against the 1.0 header: loads, its tables are 1.0-sized
 // (the core reads nothing past them), and every collective works.
