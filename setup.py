@@ -34,6 +34,7 @@ import sys
 
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "packaging"))
@@ -84,6 +85,20 @@ class CMakeBuild(build_ext):
                            level=self.verbose)
 
 
+class BuildPyWithHeaders(build_py):
+    """Puts the public C headers (csrc/include/horovod_accel/*.h: the plugin
+    ABI and the core C API) into the package as horovod_accel/include/, so a
+    vendor builds a plugin against an installed wheel
+    (horovod_accel.get_include(), docs/vendor_guide.md)."""
+
+    def run(self):
+        super().run()
+        dst = os.path.join(self.build_lib, "horovod_accel", "include", "horovod_accel")
+        self.mkpath(dst)
+        for header in glob.glob(os.path.join(HERE, "csrc", "include", "horovod_accel", "*.h")):
+            self.copy_file(header, os.path.join(dst, os.path.basename(header)))
+
+
 def _tensorflow_ops_enabled():
     """HVDA_BUILD_TENSORFLOW (default ON): build the TensorFlow op library."""
     return os.environ.get("HVDA_BUILD_TENSORFLOW", "ON").upper() not in ("OFF", "0", "NO", "FALSE")
@@ -109,7 +124,7 @@ setup(
     long_description_content_type="text/markdown",
     packages=find_packages(include=["horovod_accel", "horovod_accel.*", "horovod", "horovod.*"]),
     ext_modules=[CMakeExtension("horovod_accel._core")],
-    cmdclass={"build_ext": CMakeBuild},
+    cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithHeaders},
     python_requires=">=3.9",
     # No framework: the core is framework-neutral; torch is an optional extra.
     install_requires=["cloudpickle"],

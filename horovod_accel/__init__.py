@@ -7,7 +7,21 @@ Users normally import a framework adapter, e.g. `import horovod.torch as hvd`
 (the `horovod` package is an alias of this one). `horovod_accel.run` is
 upstream's `horovod.run` (runner/run_api.py).
 """
+import os as _os
+
 __version__ = "0.1.0"
+
+
+def get_include():
+    """The folder holding the public C headers, `horovod_accel/plugin.h` (the
+    device plugin ABI) and `horovod_accel/core_api.h`: a plugin's build adds
+    it to its include path (docs/vendor_guide.md). An installed wheel carries
+    them in the package; a source checkout has them in csrc/include."""
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    installed = _os.path.join(here, "include")
+    if _os.path.isfile(_os.path.join(installed, "horovod_accel", "plugin.h")):
+        return installed
+    return _os.path.join(_os.path.dirname(here), "csrc", "include")
 
 
 def __getattr__(name):

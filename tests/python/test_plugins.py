@@ -7,6 +7,7 @@ Uses the loader fixtures that CMake builds next to the C++ unit tests
 (tests/cpp/plugins/fixture_plugin.c); the README's test command builds them
 first.
 """
+import re
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,15 @@ def test_check_build_refuses_cpu_as_a_plugins_device_type():
     assert f"[ ] {OK}" in out, out
     assert "HOROVOD_FIXTURE_DEVICE_TYPE=cpu names the host device" in out, out
     assert "Unset HOROVOD_FIXTURE_DEVICE_TYPE" in out, out
+
+
+def test_get_include_holds_the_plugin_abi_header_of_this_core():
+    """horovod_accel.get_include(): where a vendor's build finds plugin.h
+    (docs/vendor_guide.md); the header's ABI is the one this core speaks."""
+    import horovod_accel
+    from horovod_accel import _core
+    header = Path(horovod_accel.get_include()) / "horovod_accel" / "plugin.h"
+    text = header.read_text()
+    major = re.search(r"#define HVDA_PLUGIN_ABI_MAJOR (\d+)u", text).group(1)
+    minor = re.search(r"#define HVDA_PLUGIN_ABI_MINOR (\d+)u", text).group(1)
+    assert f"{major}.{minor}" == _core.PLUGIN_ABI

@@ -279,6 +279,8 @@ def test_core_wheel_holds_the_core_and_no_framework(wheels):
     hard = [q for q in requires if "extra ==" not in q]
     assert not any(q.split()[0].lower().startswith(("torch", "tensorflow", "mxnet")) for q in hard), requires
     assert "horovodrun = horovod_accel.runner.launch:run_commandline" in eps, eps
+    # A vendor builds a plugin against the installed wheel (get_include()).
+    assert "horovod_accel/include/horovod_accel/plugin.h" in names, names
 
 
 @pytest.mark.parametrize("device", PLUGINS)
