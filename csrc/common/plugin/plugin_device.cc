@@ -171,8 +171,10 @@ Status PluginDevice::BoundedSynchronize(Stream* s, double seconds, bool* stuck) 
     st = QueryEvent(ev.get(), &done);
     if (!st.ok() || done) break;
     if (std::chrono::steady_clock::now() >= deadline) {
-      // The event stays with the stuck stream's record: not reused.
+      // The event stays with the stuck stream's record: not reused. The
+      // stream will be abandoned with its work still queued in the plugin.
       *stuck = true;
+      lib_->KeepLoaded();
       return Status::Timeout(name() + ": a communication stream did not drain within " +
                              std::to_string(static_cast<int>(seconds)) +
                              " s (HOROVOD_ACCEL_TIMEOUT_SECONDS plus a grace period): its work "

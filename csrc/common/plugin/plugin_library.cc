@@ -279,7 +279,7 @@ PluginLibrary::PluginLibrary(void* handle, std::string path, PluginIsolation iso
       device_type_(std::move(device_type)) {}
 
 PluginLibrary::~PluginLibrary() {
-  if (handle_ != nullptr) dlclose(handle_);
+  if (handle_ != nullptr && !keep_loaded_.load()) dlclose(handle_);
 }
 
 Status PluginLibrary::Open(const std::string& path, std::unique_ptr<PluginLibrary>* out) {

@@ -11,6 +11,7 @@
 // the plugin's own rules (plugin.h). Open only reads the environment.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -93,6 +94,13 @@ class PluginLibrary {
   // Lives as long as the library: counts span init() generations.
   PluginActivity& activity() const { return activity_; }
 
+  // Keeps the library mapped when this object dies (no dlclose): called
+  // when the core abandons a plugin object whose work may still run - a
+  // stuck communication stream (NOTE [Bounded teardown]) - so that the
+  // plugin's threads never run unmapped code. Thread-safe.
+  void KeepLoaded() const { keep_loaded_.store(true); }
+  bool kept_loaded() const { return keep_loaded_.load(); }
+
  private:
   PluginLibrary(void* handle, std::string path, PluginIsolation isolation,
                 const hvda_plugin_v1* plugin, std::string device_type);
@@ -103,6 +111,7 @@ class PluginLibrary {
   const hvda_plugin_v1* plugin_;  // owned by the library
   std::string device_type_;
   mutable PluginActivity activity_;  // counters only; see activity()
+  mutable std::atomic<bool> keep_loaded_{false};
 };
 
 // "HOROVOD_<NAME>_DEVICE_TYPE" for a plugin named `plugin_name` (upper case;

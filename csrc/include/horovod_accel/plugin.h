@@ -24,8 +24,10 @@
  *   below starts with `struct_size` (sizeof the struct the *producer* was
  *   compiled with); a reader treats fields beyond it as absent (NULL / 0).
  *   HVDA_HAS_FIELD(ptr, type, field) is that test.
- * - The entry may return NULL when it cannot serve host_major (the core then
- *   reports the plugin as incompatible); it must not abort the process.
+ * - The entry may return NULL when it cannot serve host_major - or a
+ *   host_minor older than the fields it relies on (a plugin that leaves
+ *   scale NULL needs a 1.1 core) - and the core then reports the plugin as
+ *   incompatible; it must not abort the process.
  * - A core uses a field added in 1.x only when the plugin's abi_minor is at
  *   least x *and* the table's struct_size covers it; otherwise it behaves as
  *   the 1.0 text below says. Fields added in 1.1 are marked "ABI 1.1".
@@ -55,6 +57,12 @@
  *   whose framework runs device work synchronously may return a handle on
  *   which work runs at once (an event recorded there is complete at once);
  *   the core wraps NULL any number of times and destroys each wrapper.
+ * - What the core does on which stream: on a stream it created
+ *   (stream_create: one per communicator, see "Communicators") it issues
+ *   every collective of that communicator, its copies and kernels, and
+ *   stream_wait_event; on a wrapped framework stream it only enqueues
+ *   copies, records events and synchronizes - it never makes a wrapped
+ *   stream wait for an event, so an immediate stream never has to block.
  * - Failures: the core treats an event that reports HVDA_OK as "everything
  *   before it ran successfully". An event recorded (on any stream) after
  *   work that failed while running - a collective whose peer was lost or
@@ -66,10 +74,14 @@
  *   work complete with HVDA_OK (results undefined): the core has failed
  *   those operations itself by then. A call that fails at enqueue time
  *   (returns non-OK) must leave nothing enqueued that can block the stream.
+ *   Like HVDA_OK, an error is reported only once the stream has reached the
+ *   recorded position (the work ahead of it ran or failed): the core may
+ *   free or reuse memory that work used as soon as the event reports.
  *
  * ---------------------------------------------------------------- timeouts
  * The core's HOROVOD_ACCEL_TIMEOUT_SECONDS (default 300; 0 = no limit) is
- * how long one collective may run. ABI 1.1 hands it to the plugin at
+ * how long one collective may run (the core measures from when it issued
+ * the operation; a plugin bounds each of its own waits). ABI 1.1 hands it to the plugin at
  * communicator creation (hvda_comm_config_v1.op_timeout_seconds). The core's
  * watchdog fails every pending operation and calls comm_abort once the
  * oldest has run that long or comm_get_async_error reports an error; at
@@ -292,7 +304,14 @@ typedef struct hvda_comm_config_v1 {
  * Communicators: the core makes one per process set that runs device
  * collectives (the global set first), when the set's first device response
  * runs - collectively, on every member, in the same order. Ranks are
- * positions in the process set (0..nranks-1), which may span hosts. */
+ * positions in the process set (0..nranks-1), which may span hosts.
+ * Every collective of one communicator is enqueued on the one stream the
+ * core created for it, by the one thread that issues them, so a library
+ * may rely on their order being the same on every rank. comm_get_async_error
+ * and comm_abort come from that same thread (or, at teardown, after it
+ * stopped): never concurrently with a collective call on the communicator.
+ * comm_destroy is called only once the communicator's stream has drained
+ * (or never, when the core abandoned it: see "timeouts"). */
 typedef struct hvda_ccl_ops_v1 {
   size_t struct_size;
 
@@ -307,7 +326,7 @@ typedef struct hvda_ccl_ops_v1 {
   hvda_status (*get_unique_id)(void* id, size_t id_bytes);
   /* Collective over nranks processes; blocks until the communicator is up
    * on every rank (so that no rank still needs the id's resources) or
-   * `timeout_seconds` passed (HVDA_TIMEOUT). Every rank calls it exactly once
+   * `timeout_seconds` (> 0 from the core) passed (HVDA_TIMEOUT). Every rank calls it exactly once
    * per id. */
   hvda_status (*comm_init_rank)(const void* id, size_t id_bytes, int nranks, int rank,
                                 int device, double timeout_seconds, hvda_comm_t* comm);
@@ -424,7 +443,9 @@ typedef struct hvda_plugin_v1 {
    * except probe and last_error. host stays valid until finalize. */
   hvda_status (*init)(const hvda_host_api_v1* host);
   /* At process exit. Communicators the core leaked after a stuck teardown
-   * (see "timeouts") may still exist: finalize must not wait for them. */
+   * (see "timeouts") may still exist: finalize must not wait for them. The
+   * core never unloads a plugin after it abandoned any of its objects, so
+   * threads still running the plugin's code may outlive finalize. */
   hvda_status (*finalize)(void);
   /* The calling thread's message for the last failed call ("" if none). */
   const char* (*last_error)(void);
