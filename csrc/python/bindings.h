@@ -21,6 +21,10 @@ void BindPluginMemory(pybind11::module_& m);
 // Raises the Python exception matching a non-OK Status: ValueError for
 // InvalidArgument, _core.CollectiveError (a RuntimeError) otherwise.
 [[noreturn]] void RaiseStatus(const Status& st);
+// RaiseStatus(st) unless st is OK.
+inline void Check(const Status& st) {
+  if (!st.ok()) RaiseStatus(st);
+}
 
 }  // namespace python
 }  // namespace hvda

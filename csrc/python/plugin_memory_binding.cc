@@ -23,10 +23,6 @@ namespace hvda {
 namespace python {
 namespace {
 
-void Check(const Status& st) {
-  if (!st.ok()) RaiseStatus(st);
-}
-
 // One device's memory, reached through the plugin. Every copy is on the
 // device's default stream (stream_wrap(NULL)) and blocks until it has run,
 // so a buffer written here is ready for any op enqueued afterwards, and one

@@ -13,10 +13,6 @@ namespace hvda {
 namespace python {
 namespace {
 
-void Check(const Status& st) {
-  if (!st.ok()) RaiseStatus(st);
-}
-
 const Topology& Topo(const Runtime& rt) {
   if (!rt.initialized())
     throw py::value_error("Horovod has not been initialized; call hvd.init() first.");
