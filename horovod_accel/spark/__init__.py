@@ -27,6 +27,15 @@ if importlib.util.find_spec("pyspark") is None:
                       "`pip install pyspark` (pyspark 4 needs Java 17 or 21: on Debian/Ubuntu "
                       "`apt-get install openjdk-17-jre-headless`), or run scripts/setup_spark.sh")
 
-from horovod_accel.spark.runner import run, run_elastic  # noqa: E402
-
 __all__ = ["run", "run_elastic"]
+
+
+def __getattr__(name):
+    # Imported on first use, so that the processes of the tasks and ranks,
+    # which import horovod_accel.spark.task, do not load the driver's side.
+    if name in __all__:
+        from horovod_accel.spark import runner  # noqa: PLC0415
+        value = getattr(runner, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ import time
 
 from horovod_accel.spark import protocol
 
-POLL_S = 0.1
+POLL_S = 0.05
 
 
 @dataclasses.dataclass

@@ -26,7 +26,7 @@ from horovod_accel.spark.task.output_sink import OutputShipper
 
 RANK_MAIN = "horovod_accel.spark.task.rank_main"
 OUTPUT_DRAIN_S = 3.0
-_SIGNAL_POLL_S = 0.2
+_SIGNAL_POLL_S = 0.05
 
 
 def _rank_env(cmd, resources):
