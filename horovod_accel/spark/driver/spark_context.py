@@ -95,8 +95,11 @@ class SparkJob:
         self._mapper = mapper
         self._barrier = barrier
         self._description = description
-        self._thread = threading.Thread(target=self._run, name=f"hvda-spark-job-{self.group}",
-                                        daemon=True)
+        # InheritableThread: the job sees the caller's local properties (its
+        # scheduler pool, ...), as a job submitted from the caller's thread would.
+        from pyspark.util import InheritableThread  # noqa: PLC0415
+        self._thread = InheritableThread(target=self._run, name=f"hvda-spark-job-{self.group}",
+                                         daemon=True)
 
     def start(self):
         self._thread.start()
