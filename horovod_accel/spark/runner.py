@@ -66,11 +66,12 @@ def run(fn, args=(), kwargs={}, num_proc=None, start_timeout=None, use_mpi=None,
     timeout = args_mod.start_timeout(RUN, start_timeout)
     nics = args_mod.nic_list(nics)
     rank_env = args_mod.rank_env(RUN, env, nics)
+    payload = records.pack_call(RUN, fn, args, kwargs or {})
     if verbose >= 1:
         _log.info("Running %d processes...", num_proc)
     with SparkJobDriver(sc, RUN, num_proc, elastic=False, nics=nics,
                         verbose=verbose >= 2) as d:
-        d.store_call(fn, args, kwargs or {})
+        d.store_call(payload)
         tasks = d.wait_for_tasks(num_proc, timeout)
         slots, task_of_rank = placement.assign(tasks)
         host_of = {t["name"]: t["hostname"] for t in tasks}
@@ -145,7 +146,8 @@ def run_elastic(fn, args=(), kwargs={}, num_proc=None, min_num_proc=None,  # noq
     rank_env = args_mod.rank_env(RUN_ELASTIC, env, nics)
     if verbose >= 1:
         _log.info("Running %d processes (elastic: %d to %d)...", num_proc, min_np, max_np)
+    payload = records.pack_call(RUN_ELASTIC, fn, args, kwargs or {})
     from horovod_accel.spark.driver import elastic_job  # noqa: PLC0415
-    return elastic_job.run(sc, fn, args, kwargs or {}, num_proc, min_np, max_np, timeout,
+    return elastic_job.run(sc, payload, num_proc, min_np, max_np, timeout,
                            elastic_timeout, reset_limit, rank_env, stdout, stderr, verbose, nics,
                            prefix_output_with_timestamp)

@@ -21,6 +21,7 @@ import re
 import shutil
 import signal
 import sys
+import threading
 import time
 
 import pytest
@@ -188,6 +189,7 @@ def test_rank_exception_names_rank_within_seconds(spark, tmp_path):
     assert "rank 1 (Spark task 1.0 on" in str(e) and "Traceback on rank 1" in str(e)
     assert "raise_on_rank_1" in e.remote_traceback
     assert isinstance(e.__cause__, ValueError)
+    print(f"the driver raised {seconds:.2f} s after rank 1 did")  # shown with -s
     assert seconds < 10, f"the driver raised {seconds:.1f} s after rank 1 did"
     _assert_no_spark_jobs(spark)
 
@@ -229,6 +231,10 @@ def test_argument_errors(spark):
         horovod.spark.run(rank_fns.topology, env={"A": 1})
     with pytest.raises(ValueError, match="min_num_proc <= num_proc <= max_num_proc"):
         horovod.spark.run_elastic(rank_fns.topology, num_proc=2, min_num_proc=3)
+    lock = threading.Lock()
+    with pytest.raises(TypeError, match="must be picklable by cloudpickle"):
+        horovod.spark.run(lambda: lock, num_proc=1)
+    assert not spark.sparkContext.statusTracker().getActiveJobsIds()  # none was started
 
 
 def _python(code, **extra_env):

@@ -14,7 +14,7 @@ import os
 import signal
 
 from horovod_accel.runner.elastic.driver import ElasticDriver, ElasticSpec
-from horovod_accel.spark.driver import records
+from horovod_accel.spark.driver import records, spark_context
 from horovod_accel.spark.driver.discovery import SparkTaskDiscovery
 from horovod_accel.spark.driver.service import SparkJobDriver
 
@@ -39,13 +39,14 @@ def _final_placement(driver, discovery):
             for rank, wid in enumerate(driver.members)}
 
 
-def run(sc, fn, args, kwargs, num_proc, min_np, max_np, start_timeout, elastic_timeout,
-        reset_limit, rank_env, stdout, stderr, verbose, nics, timestamp_output):
-    """Blocks until the job ends; returns the last round's results in rank
-    order, or raises RuntimeError/RankError saying why the job failed."""
+def run(sc, payload, num_proc, min_np, max_np, start_timeout, elastic_timeout, reset_limit,
+        rank_env, stdout, stderr, verbose, nics, timestamp_output):
+    """Runs the packed call (records.pack_call); blocks until the job ends;
+    returns the last round's results in rank order, or raises
+    RuntimeError/RankError saying why the job failed."""
     with SparkJobDriver(sc, CALLER, max_np, elastic=True, nics=nics,
                         verbose=verbose >= 2) as d:
-        d.store_call(fn, args, kwargs)
+        d.store_call(payload)
         d.wait_for_tasks(num_proc, start_timeout)
         discovery = SparkTaskDiscovery(d.registry)
         spec = ElasticSpec(
@@ -62,6 +63,7 @@ def run(sc, fn, args, kwargs, num_proc, min_np, max_np, start_timeout, elastic_t
         size = driver.final_size()
         recs = d.read_records(size)
         where = _final_placement(driver, discovery)
+        spark_error = d.spark_job.error if d.spark_job.done.is_set() else None
         if code != 0:
             d.mark_failed()
     if driver.signum is not None:
@@ -74,5 +76,9 @@ def run(sc, fn, args, kwargs, num_proc, min_np, max_np, start_timeout, elastic_t
         if first is not None:
             err, exc = records.raised_error(CALLER, first, where, recs[first])
             raise err from exc
-        raise RuntimeError(f"{CALLER}: {driver.error or f'the job failed (exit code {code})'}")
+        why = driver.error or f"the job failed (exit code {code})"
+        if spark_error is not None:  # e.g. a task that used up spark.task.maxFailures
+            why += ("\nThe Spark job running the tasks failed first: " +
+                    spark_context.describe_spark_error(spark_error))
+        raise RuntimeError(f"{CALLER}: {why}")
     return records.results(CALLER, recs, size, where)

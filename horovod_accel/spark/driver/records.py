@@ -11,15 +11,21 @@ from horovod_accel.runner import run_task as task
 from horovod_accel.runner.run_api import RankError
 
 
-def store_call(store, caller, fn, args, kwargs):
-    """Writes the call `fn(*args, **kwargs)` where every rank fetches it."""
+def pack_call(caller, fn, args, kwargs):
+    """The call record of `fn(*args, **kwargs)` (bytes); TypeError if it
+    cannot be pickled. Packed before any Spark job starts."""
     import cloudpickle  # noqa: PLC0415
     try:
         call = cloudpickle.dumps((fn, tuple(args), dict(kwargs)))
     except Exception as e:
         raise TypeError(f"{caller}: fn and its arguments must be picklable by cloudpickle: "
                         f"{e}") from e
-    task.put_blob(store, task.FUNC_KEY, pickle.dumps((list(sys.path), call)))
+    return pickle.dumps((list(sys.path), call))
+
+
+def store_call(store, payload):
+    """Writes a packed call where every rank fetches it."""
+    task.put_blob(store, task.FUNC_KEY, payload)
 
 
 def read(store, size):

@@ -3,7 +3,7 @@ its secret), the Spark job that runs the tasks, the task registry and the
 thread that polls it, and the launcher hook that starts ranks in the tasks.
 
     with SparkJobDriver(sc, "horovod.spark.run", num_tasks=2, elastic=False) as d:
-        d.store_call(fn, args, kwargs)
+        d.store_call(records.pack_call("horovod.spark.run", fn, args, kwargs))
         tasks = d.wait_for_tasks(2, start_timeout)
         ...  runner/job.py or the elastic driver start ranks via d.launcher(...)
         records = d.read_records(size)
@@ -106,9 +106,10 @@ class SparkJobDriver:
         """A new StoreClient to the store (the caller owns it)."""
         return StoreClient("127.0.0.1", self.server.port, self.secret, timeout=30)
 
-    def store_call(self, fn, args, kwargs):
+    def store_call(self, payload):
+        """Stores the call (records.pack_call) for the ranks to fetch."""
         with self.connect() as store:
-            records_mod.store_call(store, self.caller, fn, args, kwargs)
+            records_mod.store_call(store, payload)
 
     def read_records(self, size):
         with self.connect() as store:
