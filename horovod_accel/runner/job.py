@@ -44,8 +44,9 @@ class _Job:
 
     def _start_rank(self, slot):
         s = self.spec
-        return rank_process.launch_rank(s, slot, s.store_addr[slot.hostname],
-                                        slot.hostname not in s.local_hosts, self.exited.put)
+        launch = s.launcher or rank_process.launch_rank
+        return launch(s, slot, s.store_addr[slot.hostname], slot.hostname not in s.local_hosts,
+                      self.exited.put)
 
     # ---- watching ----
 

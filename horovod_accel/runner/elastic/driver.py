@@ -284,8 +284,9 @@ class ElasticDriver:
         extra = {"HOROVOD_ELASTIC": "1", proto.WORKER_ID_ENV: w.id,
                  proto.SPAWN_ROUND_ENV: str(round_),
                  proto.ASSIGNMENT_TIMEOUT_ENV: str(s.elastic_timeout + s.ready_timeout + 60)}
+        launch = s.launcher or rank_process.launch_rank
         try:
-            w.proc = rank_process.launch_rank(
+            w.proc = launch(
                 s, hosts_mod.SlotInfo(hostname=w.hostname, **topo), s.store_addr(w.hostname),
                 not s.is_local(w.hostname), lambda rp: self.events.put(("exit", w)), extra,
                 label=f"{w.id} (rank {topo['rank']} of round {round_})")
