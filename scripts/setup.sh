@@ -28,6 +28,8 @@ echo "==> installing Python packages"
 .venv/bin/pip install -q "torch==2.13.0" "tensorflow-cpu==2.21.0" numpy pytest mock parameterized cloudpickle pybind11 setuptools wheel scikit-learn
 command -v cmake >/dev/null 2>&1 || .venv/bin/pip install -q cmake
 MPICC=mpicc.openmpi .venv/bin/pip install -q mpi4py || echo "(mpi4py unavailable: the mpi4py benchmark peer will be skipped)"
+# Cluster integrations: Spark (JDK 17 + pyspark 4).
+bash scripts/setup_spark.sh
 
 echo "==> building horovod_accel"
 HVDA_BUILD_DIR="$PWD/build/python" .venv/bin/pip install -q --no-build-isolation -e .
