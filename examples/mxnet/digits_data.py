@@ -3,7 +3,7 @@ given, else synthetic digits-like images (nothing is downloaded).
 
 Synthetic images: 10 classes, each a fixed random pattern of strokes
 (seeded, so every rank and every run sees the same classes), drawn with a
-random shift of up to 2 pixels and strong Gaussian noise; pixel values are uint8
+random shift of up to side // 14 pixels (at least 1) and strong Gaussian noise; pixel values are uint8
 like MNIST's. An MLP separates them well but not instantly.
 """
 import gzip
@@ -42,7 +42,7 @@ def load_mnist(data_dir, split):
 def synthetic_digits(n, side=28, seed=0, classes=10):
     """(images uint8 [n, side, side], labels int [n]); image i depends only
     on (seed, i), the class patterns only on `side`."""
-    pad = 4
+    pad = max(2, side // 7)  # shifts of up to 2 pixels at 28x28, 1 at 8x8
     patterns = np.zeros((classes, side + pad, side + pad), np.float32)
     prng = np.random.default_rng(1234 + side)
     for c in range(classes):
