@@ -95,7 +95,7 @@ static_assert(offsetof(DLTensor, shape) == 24 && sizeof(DLTensor) == 48, "DLTens
 
 // mshadow type flags (mshadow/base.h) -> the core's dtype codes
 // (core_api.h); -1 for the types the core has no code for (uint32, uint64).
-inline int32_t CoreDtype(int mshadow_flag) {
+constexpr int32_t CoreDtype(int mshadow_flag) {
   switch (mshadow_flag) {
     case 0: return 7;   // float32
     case 1: return 8;   // float64
