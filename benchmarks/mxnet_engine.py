@@ -193,7 +193,7 @@ def main():
     for variant in ("no-communication", "engine", "python-batched"):
         runs = [gluon_step(variant, 40) for _ in range(args.repeats)]
         step = report(f"gluon MLP step {variant}", [r[0] for r in runs])
-        report(f"  of which in trainer.step() (Python thread)", [r[1] for r in runs])
+        report("  of which in trainer.step() (Python thread)", [r[1] for r in runs])
         if variant == "no-communication":
             ideal = step
         elif hvd.rank() == 0:

@@ -17,7 +17,6 @@ import os
 import sys
 
 import mxnet as mx
-import numpy as np
 from mxnet import autograd, gluon
 
 import horovod.mxnet as hvd

@@ -11,9 +11,10 @@ conventions, so code that catches either keeps working.
     raised by MXNet when the result is read (`asnumpy()`, `wait_to_read()`,
     an optimizer update reading a gradient), with the core's message, which
     names the tensor and the ranks;
-  - from the blocking ops (allgather, alltoall, join, barrier, object
-    collectives): `CollectiveError`, an MXNetError and a
-    HorovodInternalError, at the call.
+  - from the blocking ops (allgather, alltoall, join, barrier,
+    allgather_object): `CollectiveError`, an MXNetError and a
+    HorovodInternalError, at the call (broadcast_object reads engine-path
+    results: plain MXNetError).
 """
 from mxnet.base import MXNetError
 

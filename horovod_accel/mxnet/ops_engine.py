@@ -174,7 +174,7 @@ def _scattered_output(tensor, ps_id, op_name):
     return _t.empty_like(tensor, (rows,) + tuple(tensor.shape[1:]))
 
 
-def _scatter_op(op, ps_id):
+def _scatter_op(op):
     if op == Adasum:
         raise NotImplementedError("reducescatter does not support Adasum.")
     return op
@@ -186,7 +186,7 @@ def reducescatter(tensor, op=Average, name=None, priority=0, process_set=global_
     returns this rank's share of the result's rows (dim 0). op: Average
     (default), Sum, Min, Max or Product; a scalar raises ValueError."""
     ps_id = _process_set_id(process_set)
-    op = _scatter_op(op, ps_id)
+    op = _scatter_op(op)
     output = _scattered_output(tensor, ps_id, "reducescatter")
     _push(engine.REDUCESCATTER, "reducescatter", [tensor], [output], name, ps_id, False,
           priority, reduce_op=op, prescale=prescale_factor, postscale=postscale_factor)
@@ -200,7 +200,7 @@ def grouped_reducescatter(tensors, op=Average, name=None, priority=0,
     NDArrays."""
     tensors = list(tensors)
     ps_id = _process_set_id(process_set)
-    op = _scatter_op(op, ps_id)
+    op = _scatter_op(op)
     outputs = [_scattered_output(t, ps_id, "grouped_reducescatter") for t in tensors]
     if not tensors:
         return []
