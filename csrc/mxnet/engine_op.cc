@@ -97,6 +97,7 @@ std::unique_ptr<EngineOp> EngineOp::Create(const OpParams& params, int32_t n,
   }
   std::unique_ptr<EngineOp> op(new EngineOp());
   op->params_ = params;
+  op->epoch_ = Epoch();
   op->in_place_ = outputs == nullptr;
   for (int32_t i = 0; i < n; ++i) {
     std::string name = names[i] != nullptr ? names[i] : "";
@@ -191,6 +192,13 @@ void EngineOp::DeleteStatic(void* param) { delete static_cast<EngineOp*>(param);
 
 void EngineOp::Run(const CallbackOnComplete& on_complete) {
   on_complete_ = on_complete;
+  if (epoch_ != Epoch()) {
+    RecordError("tensor '" + names_[0] + "' was pushed before hvd.shutdown() and its inputs "
+                "were written only afterwards; it belongs to the ended job and was not "
+                "submitted");
+    Complete();
+    return;
+  }
   const MxFunctions& mx = *Mx();
   const size_t n = names_.size();
   std::vector<hvda_core_op> ops(n);

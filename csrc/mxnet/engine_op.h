@@ -11,7 +11,9 @@
 //   operation is destroyed, i.e. inside the completion callback, or without
 //   running it if the engine skips it.
 // - Run() runs on an engine worker once every dependency is met: it takes
-//   the data pointers and enqueues the core ops. The core calls OnDone once
+//   the data pointers and enqueues the core ops, unless hvd.shutdown() was
+//   called since the push (then it fails: the op belongs to an ended job
+//   and must not be matched with the next job's ops). The core calls OnDone once
 //   per tensor on its background thread (or inside enqueue on failure); the
 //   last one completes the engine operation, which deletes the op.
 #pragma once
@@ -68,6 +70,7 @@ class EngineOp {
   void Complete();
 
   OpParams params_{};
+  uint64_t epoch_ = 0;  // Epoch() when pushed
   bool in_place_ = false;
   std::vector<std::string> names_;
   std::vector<NDArrayHandle> inputs_;   // our shallow copies

@@ -54,4 +54,6 @@ extern "C" int hvda_mx_push(int32_t op_type, int32_t n, void* const* inputs, voi
   }
 }
 
+extern "C" void hvda_mx_end_epoch(void) { hvda_mx::EndEpoch(); }
+
 extern "C" const char* hvda_mx_last_error(void) { return g_last_error.c_str(); }

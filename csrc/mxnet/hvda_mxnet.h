@@ -67,6 +67,10 @@ __attribute__((visibility("default"))) int hvda_mx_push(
     const char* const* names, int32_t process_set_id, int32_t reduce_op, double prescale,
     double postscale, int32_t root_rank, int32_t priority, void* order_after);
 
+/* Called after every hvd.shutdown(): ops pushed earlier whose inputs are
+ * written only afterwards fail instead of being submitted to a later job. */
+__attribute__((visibility("default"))) void hvda_mx_end_epoch(void);
+
 /* The message of the last failed call on this thread. */
 __attribute__((visibility("default"))) const char* hvda_mx_last_error(void);
 

@@ -11,6 +11,7 @@ MxFunctions g_mx{};
 const hvda_core_api_v1* g_api = nullptr;
 hvda_core_runtime* g_runtime = nullptr;
 std::atomic<bool> g_bound{false};
+std::atomic<uint64_t> g_epoch{0};
 
 }  // namespace
 
@@ -55,6 +56,10 @@ bool Bind(const hvda_core_api_v1* api, hvda_core_runtime* runtime, const MxFunct
   g_bound.store(true, std::memory_order_release);
   return true;
 }
+
+uint64_t Epoch() { return g_epoch.load(std::memory_order_acquire); }
+
+void EndEpoch() { g_epoch.fetch_add(1, std::memory_order_acq_rel); }
 
 std::string MxLastError() {
   const MxFunctions* mx = Mx();

@@ -4,6 +4,7 @@
 // for the rest of the process once set.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "horovod_accel/core_api.h"
@@ -23,5 +24,11 @@ bool Bind(const hvda_core_api_v1* api, hvda_core_runtime* runtime, const MxFunct
 
 // MXGetLastError() as a string ("" before binding).
 std::string MxLastError();
+
+// The number of hvd.shutdown()s this process has seen (Python calls
+// EndEpoch() after each). An op pushed in one epoch and run by the engine
+// in a later one belongs to an ended job and must not reach the next.
+uint64_t Epoch();
+void EndEpoch();
 
 }  // namespace hvda_mx

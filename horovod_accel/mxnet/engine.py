@@ -12,6 +12,8 @@ The library is loaded on first use and bound to the process's core runtime
 (`_core.Runtime.c_api()`) and to the MXNet C API functions of the
 libmxnet.so that `import mxnet` loaded (their addresses; the library has no
 link to libmxnet.so).
+An op pushed before an hvd.shutdown() whose inputs are written only after
+it fails instead of being submitted to the next job (hvda_mx_end_epoch).
 """
 import ctypes
 import os
@@ -64,6 +66,8 @@ def _load():
     lib.hvda_mx_push.restype = ctypes.c_int
     lib.hvda_mx_last_error.argtypes = []
     lib.hvda_mx_last_error.restype = ctypes.c_char_p
+    lib.hvda_mx_end_epoch.argtypes = []
+    lib.hvda_mx_end_epoch.restype = None
     functions = _Functions(ctypes.sizeof(_Functions),
                            *[ctypes.cast(getattr(_MXLIB, n), ctypes.c_void_p).value
                              for n in _MX_FUNCTIONS])
@@ -71,6 +75,12 @@ def _load():
     if lib.hvda_mx_bind(table, runtime, ctypes.byref(functions)) != 0:
         raise ImportError(f"{path} could not be connected: "
                           f"{lib.hvda_mx_last_error().decode(errors='replace')}. {_BUILD_HINT}")
+
+    def after_init_or_shutdown():
+        if not DEFAULT_RUNTIME.is_initialized():  # a shutdown (init() is idempotent)
+            lib.hvda_mx_end_epoch()
+
+    DEFAULT_RUNTIME.add_reset_listener(after_init_or_shutdown)
     return lib
 
 

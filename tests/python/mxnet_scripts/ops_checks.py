@@ -6,6 +6,7 @@ results need no communication."""
 import gc
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"  # process_set_ops_and_non_members adds one
@@ -348,6 +349,45 @@ def join_with_uneven_work_and_barrier():
         close(out.asnumpy(), np.full(3, float(hvd.size() - k)), f"allreduce {k} with joined ranks")
     after = hvd.allreduce(mx.nd.ones((2,)), op=hvd.Sum)  # unnamed numbering realigned
     close(after.asnumpy(), np.full(2, float(hvd.size())), "after join")
+
+
+GATE = threading.Event()
+
+
+class _Gate(mx.operator.CustomOp):
+    """Copies its input once GATE is set: an MXNet operation that finishes
+    when the check says so."""
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        GATE.wait()
+        self.assign(out_data[0], req[0], in_data[0])
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        raise NotImplementedError
+
+
+@mx.operator.register("hvd_test_gate")
+class _GateProp(mx.operator.CustomOpProp):
+    def __init__(self):
+        super().__init__(need_top_grad=False)
+
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0]], []
+
+    def create_operator(self, ctx, shapes, dtypes):
+        return _Gate()
+
+
+@check
+def ops_pushed_before_shutdown_never_reach_the_next_job():
+    gated = mx.nd.Custom(mx.nd.ones((3,)), op_type="hvd_test_gate")
+    hvd.allreduce_(gated, op=hvd.Sum, name="stale")  # waits for the gate
+    hvd.shutdown()
+    hvd.init()
+    GATE.set()  # the allreduce runs now, in the next job: it must not be submitted
+    raises(MXNetError, gated.wait_to_read, "stale op", match="before hvd.shutdown()")
+    fresh = hvd.allreduce(mx.nd.ones((2,)), op=hvd.Sum, name="stale")
+    close(fresh.asnumpy(), np.full(2, float(hvd.size())), "the name in the next job")
 
 
 if __name__ == "__main__":
