@@ -13,8 +13,8 @@ same calls always give the same outcome (docs/design/never_hang.md).
 Unnamed ops get unique names and need no marker. Markers are tiny
 (one byte) and kept for the `capacity` most recently used
 names; an evicted marker only loses the ordering for an op still in flight
-under a name not used since `capacity` other names were. init() and
-shutdown() drop them all.
+under a name not used since `capacity` other names were. shutdown() drops them
+all.
 """
 import collections
 import threading
@@ -49,4 +49,11 @@ class NameOrder:
 
 
 NAME_ORDER = NameOrder()
-DEFAULT_RUNTIME.add_reset_listener(NAME_ORDER.reset)
+
+
+def _after_init_or_shutdown():
+    if not DEFAULT_RUNTIME.is_initialized():  # a shutdown; init() is idempotent
+        NAME_ORDER.reset()
+
+
+DEFAULT_RUNTIME.add_reset_listener(_after_init_or_shutdown)
