@@ -10,6 +10,7 @@ namespace {
 // queue behind the compute kernels it should overlap with.
 const Context kExecContext{kDevCPU, 0};
 const int32_t kFnProperty = kFnPropertyCPUPrioritized;
+const int32_t kReduceAdasum = 2;  // the core's reduce-op numbering (core_api.h)
 
 const char* OpTypeName(int32_t type) {
   switch (type) {
@@ -115,6 +116,12 @@ std::unique_ptr<EngineOp> EngineOp::Create(const OpParams& params, int32_t n,
     if (dtype == 9 && params.type != HVDA_CORE_BROADCAST) {  // the core reduces no bool
       *error = what + " is a bool NDArray, which Horovod cannot reduce; convert it to an "
                "integer dtype first (e.g. .astype('uint8'))";
+      return nullptr;
+    }
+    const bool floating = dtype == 5 || dtype == 6 || dtype == 7 || dtype == 8;
+    if (params.reduce_op == kReduceAdasum && params.type == HVDA_CORE_ALLREDUCE && !floating) {
+      *error = what + " has dtype " + MshadowTypeName(flag) + "; Adasum needs a floating-point "
+               "tensor (float16, bfloat16, float32 or float64): convert it or use op=hvd.Sum";
       return nullptr;
     }
     if (!op->in_place_) {

@@ -88,6 +88,15 @@ def allreduce_unnamed_scaled_and_deprecated_average():
 
 
 @check
+def adasum_allreduce():
+    # adasum(a, a) == a, at any number of ranks.
+    x = mx.nd.array([1.0, -2.0, 3.0, 0.5])
+    close(hvd.allreduce(x, op=hvd.Adasum, name="ada").asnumpy(), x.asnumpy(), "Adasum")
+    raises(ValueError, lambda: hvd.allreduce(mx.nd.ones((2,), dtype="int32"), op=hvd.Adasum),
+           "integer Adasum", match="floating-point")
+
+
+@check
 def grouped_allreduce_mixed_dtypes():
     shapes_dtypes = [((4,), "float32"), ((2, 3), "int64"), ((7,), "float16"), ((3,), "uint8")]
     xs = [nd(values(hvd.rank(), s, d, i)) for i, (s, d) in enumerate(shapes_dtypes)]
