@@ -174,10 +174,17 @@ class HandleTable:
             return result
 
 
-def _core_names(base, group_size):
+def core_names(base, group_size):
+    """The core name of an op named `base` (group_size None), or the names of
+    the tensors of a group of group_size, '<base>_<i>of<group_size>' (i from
+    1, upstream's rule). For adapters that enqueue without submit() (the
+    MXNet engine library)."""
     if group_size is None:
         return base
     return [f"{base}_{i + 1}of{group_size}" for i in range(group_size)]
+
+
+_core_names = core_names
 
 
 def _call_enqueue(enqueue, *args):
