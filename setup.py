@@ -67,6 +67,8 @@ class CMakeBuild(build_ext):
             # The TensorFlow op library (csrc/tensorflow): built whether or
             # not tensorflow is installed (it needs no TensorFlow to build).
             targets.append("hvda_tf_ops")
+        # The MXNet engine library (csrc/mxnet): needs no MXNet to build either.
+        targets.append("hvda_mxnet")
         subprocess.check_call([cmake, "--build", build_dir, "--target", *targets, "-j", jobs])
 
     def copy_extensions_to_source(self):
@@ -79,6 +81,10 @@ class CMakeBuild(build_ext):
         package_dir = self.get_finalized_command("build_py").get_package_dir("horovod_accel")
         for lib in glob.glob(os.path.join(built, "libhvda_mpi_*.so")):
             self.copy_file(lib, os.path.join(package_dir, os.path.basename(lib)), level=self.verbose)
+        mx_lib = os.path.join(built, "mxnet", "libhvda_mxnet.so")
+        if os.path.exists(mx_lib):
+            self.copy_file(mx_lib, os.path.join(package_dir, "mxnet", "libhvda_mxnet.so"),
+                           level=self.verbose)
         tf_lib = os.path.join(built, "tensorflow", "libhvda_tf_ops.so")
         if os.path.exists(tf_lib):
             self.copy_file(tf_lib, os.path.join(package_dir, "tensorflow", "libhvda_tf_ops.so"),

@@ -33,4 +33,6 @@ bash scripts/setup_spark.sh
 
 echo "==> building horovod_accel"
 HVDA_BUILD_DIR="$PWD/build/python" .venv/bin/pip install -q --no-build-isolation -e .
+# MXNet 1.9.1 needs numpy<1.24: its own venv over the same built core.
+bash scripts/setup_mxnet.sh
 echo "==> ready: $(.venv/bin/horovodrun --version 2>/dev/null || echo horovodrun)"

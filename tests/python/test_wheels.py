@@ -272,7 +272,10 @@ def test_core_wheel_holds_the_core_and_no_framework(wheels):
     tf_ops = "horovod_accel/tensorflow/libhvda_tf_ops.so"
     assert tf_ops in names, f"the TensorFlow op library is missing: {names}"
     assert not any("tensorflow_framework" in n for n in names), names
-    allowed = shims | {tf_ops}
+    # So is the MXNet engine library (csrc/mxnet, docs/mxnet.md): no MXNet at build time.
+    mx_ops = "horovod_accel/mxnet/libhvda_mxnet.so"
+    assert mx_ops in names, f"the MXNet engine library is missing: {names}"
+    allowed = shims | {tf_ops, mx_ops}
     assert not any(n.endswith(".so") and "_core" not in n and n not in allowed for n in names), \
         f"the core wheel must hold no device plugin: {names}"
     requires = re.findall(r"^Requires-Dist: (.*)$", meta, re.M)
