@@ -69,8 +69,23 @@ def test_cooldown_doubles_is_capped_and_returns_host_as_new():
     clock.t = 3.0
     assert [h.name for h in hm.available()] == ["b", "a"]  # back, placed last
     assert hm.blacklist("a") == 5                    # 2 * 2 + 1 = 5 (capped at MAX)
-    assert hm.blacklist("a") == 5
+    assert hm.blacklist("a") == 5                    # again during it: the same cooldown
     assert not hm.all_blacklisted()                  # a cooldown will bring it back
+
+
+def test_workers_of_one_lost_host_count_as_one_failure():
+    """A host with 4 slots is lost: its 4 workers fail together. The cooldown
+    is that of one failure (not escalated 4 times), and what is left of it is
+    returned for the later workers; after it, the next loss doubles it."""
+    clock = Clock()
+    hm = HostManager(cooldown_range=(2, 60), now=clock, rng=type("R", (), {"random": lambda s: 0.0})())
+    hm.update([Host("a", 4), Host("b", 4)])
+    assert hm.blacklist("a") == 2
+    clock.t = 0.5
+    assert [hm.blacklist("a") for _ in range(3)] == [1.5, 1.5, 1.5]
+    clock.t = 2.0
+    assert [h.name for h in hm.available()] == ["b", "a"]
+    assert hm.blacklist("a") == 4                    # the second loss of the host
 
 
 def test_host_order_is_first_seen_and_a_returning_host_is_new():

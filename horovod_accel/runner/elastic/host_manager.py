@@ -60,7 +60,13 @@ class HostManager:
 
     def blacklist(self, name):
         """Stops using host `name` (a worker failed there). Returns the cooldown
-        in seconds, or None when the host is blacklisted for the rest of the job."""
+        in seconds, or None when the host is blacklisted for the rest of the job.
+        A host already in its cooldown keeps it: the other workers of one lost
+        host (K slots fail together) count as one failure, not K, as upstream."""
+        self._expire_cooldowns()
+        if name in self._blacklisted:
+            until = self._blacklisted[name]
+            return None if until is None else max(0.0, until - self._now())
         n = self._failures.get(name, 0) + 1
         self._failures[name] = n
         if self._cooldown is None:
