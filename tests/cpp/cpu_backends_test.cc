@@ -435,12 +435,20 @@ TEST(ShmBackendTest, PeerAheadSeesExactlyAPeerWaitingInTheNextCollective) {
 // A rank that never arrives makes the others fail within the timeout with a
 // message naming it, instead of hanging.
 TEST(ShmBackendTest, MissingPeerTimesOutNamingIt) {
+  std::atomic<bool> done{false};
   hvda::testing::RunRanks(2, [&](int rank, int n, Store* store) {
     auto spec = hvda::testing::LocalSpec(store, "late/", rank, n);
     spec.timeout_seconds = 1.0;
     std::unique_ptr<CollectiveBackend> b;
     ASSERT_TRUE(ShmBackend::Create(spec, 8192, &b).ok());
-    if (rank == 1) return;  // never joins the allreduce
+    if (rank == 1) {  // never joins the allreduce, but keeps its communicator
+      while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return;
+    }
+    struct Done {
+      std::atomic<bool>* d;
+      ~Done() { d->store(true); }
+    } signal_done{&done};
     std::vector<float> buf(100, 1.0f);
     const auto t0 = std::chrono::steady_clock::now();
     Status st = b->Allreduce(buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum, nullptr);
@@ -451,6 +459,30 @@ TEST(ShmBackendTest, MissingPeerTimesOutNamingIt) {
     Status again = b->Barrier(nullptr);
     EXPECT_FALSE(again.ok());
     EXPECT_NE(again.reason().find("earlier collective failed"), std::string::npos) << again.reason();
+  });
+}
+
+// A peer that leaves (its communicator failed elsewhere, or it shut down)
+// while this rank waits for it in a collective: the wait ends at once, not at
+// the deadline, naming the peer; this rank then leaves too, so a third rank
+// waiting for it is released as well.
+TEST(ShmBackendTest, APeerThatLeavesReleasesTheWaitersAtOnce) {
+  hvda::testing::RunRanks(3, [&](int rank, int n, Store* store) {
+    auto spec = hvda::testing::LocalSpec(store, "leave/", rank, n);
+    spec.timeout_seconds = 30.0;
+    std::unique_ptr<CollectiveBackend> b;
+    ASSERT_TRUE(ShmBackend::Create(spec, 8192, &b).ok());
+    if (rank == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the others wait
+      b.reset();  // leaves without joining the allreduce
+      return;
+    }
+    std::vector<float> buf(100, 1.0f);
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = b->Allreduce(buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum, nullptr);
+    EXPECT_FALSE(st.ok());
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+    EXPECT_NE(st.reason().find(" left "), std::string::npos) << st.reason();
   });
 }
 

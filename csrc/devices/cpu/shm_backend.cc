@@ -57,6 +57,15 @@ ShmBackend::ShmBackend(const CommunicatorSpec& spec, int64_t segment_bytes)
       // outputs out of the segments with a chosen copy.
       allreduce_copies_(shm::LastLevelCacheBytes() / 4) {}
 
+ShmBackend::~ShmBackend() {
+  if (!control_.empty() && control_[rank_] != nullptr) ShmLeave(control_[rank_]);
+}
+
+void ShmBackend::Abort() {
+  failed_ = true;
+  if (control_[rank_] != nullptr) ShmLeave(control_[rank_]);
+}
+
 Status ShmBackend::Create(const CommunicatorSpec& spec, int64_t segment_bytes,
                           std::unique_ptr<CollectiveBackend>* out) {
   if (spec.size < 1 || spec.rank < 0 || spec.rank >= spec.size || spec.store == nullptr)
@@ -124,10 +133,19 @@ Status ShmBackend::Sync(const char* op) {
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds_ * 1000));
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
-    bool died = false;
-    if (ShmWaitArrived(control_[p], barriers_, deadline, &wait_state_, &died)) continue;
+    ShmPeerGone gone = ShmPeerGone::kNo;
+    if (ShmWaitArrived(control_[p], barriers_, deadline, &wait_state_, &gone)) continue;
     failed_ = true;
-    if (died)
+    // This rank's peers must not wait for it either (they may be waiting
+    // for this very barrier's successors).
+    ShmLeave(control_[rank_]);
+    if (gone == ShmPeerGone::kLeft)
+      return Status::Aborted("shm backend: rank " + std::to_string(p) + " left " + op +
+                             " (seen by rank " + std::to_string(rank_) + "): its communicator "
+                             "failed or was shut down - a collective of it failed elsewhere (a "
+                             "lost peer on another host?) or it left the job. Check that rank's "
+                             "log for the cause.");
+    if (gone == ShmPeerGone::kDied)
       return Status::Aborted("shm backend: rank " + std::to_string(p) + " (pid " +
                              std::to_string(control_[p]->pid.load()) + ") exited during " + op +
                              " (seen by rank " + std::to_string(rank_) +

@@ -43,6 +43,15 @@ class ShmBackend : public CollectiveBackend {
   // unlinks its own once all have mapped it. Blocks up to spec.timeout_seconds.
   static Status Create(const CommunicatorSpec& spec, int64_t segment_bytes,
                        std::unique_ptr<CollectiveBackend>* out);
+  // Leaves the communicator (ShmLeave): peers still waiting for this rank
+  // in a collective fail at once instead of at their deadline - e.g. after
+  // this rank's collective failed in another backend (a lost host) and its
+  // job generation ended. A rank that finished every collective is never
+  // waited for, so a normal shutdown is unaffected.
+  ~ShmBackend() override;
+  // Leaves the communicator now (see the destructor); later collectives of
+  // this rank fail at once.
+  void Abort() override;
 
   const char* name() const override { return "shm"; }
   int rank() const override { return rank_; }

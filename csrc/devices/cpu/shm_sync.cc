@@ -97,10 +97,17 @@ void ShmArrive(ShmRankControl* self, uint32_t count) {
   if (self->sleepers.load(std::memory_order_seq_cst) != 0) FutexWakeAll(&self->arrived);
 }
 
+void ShmLeave(ShmRankControl* self) {
+  self->left.store(1, std::memory_order_seq_cst);
+  // Sleepers wait on `arrived`: wake them whatever its value, so that they
+  // look at `left` now.
+  FutexWakeAll(&self->arrived);
+}
+
 bool ShmWaitArrived(ShmRankControl* peer, uint32_t count,
                     std::chrono::steady_clock::time_point deadline, ShmWaitState* state,
-                    bool* peer_died) {
-  *peer_died = false;
+                    ShmPeerGone* gone) {
+  *gone = ShmPeerGone::kNo;
   if (Reached(peer->arrived.load(std::memory_order_acquire), count)) return true;
   // NOTE [Shared CPU]: the scheduler sometimes places two ranks' threads on
   // one CPU while another CPU idles. While both spin, nothing changes until
@@ -140,13 +147,18 @@ bool ShmWaitArrived(ShmRankControl* peer, uint32_t count,
     peer->sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t seen = peer->arrived.load(std::memory_order_seq_cst);
     const auto now = std::chrono::steady_clock::now();
-    if (!Reached(seen, count) && now < deadline)
+    const bool left = peer->left.load(std::memory_order_seq_cst) != 0;
+    if (!Reached(seen, count) && now < deadline && !left)
       FutexWait(&peer->arrived, seen, std::min<std::chrono::nanoseconds>(kSleepSlice, deadline - now));
     peer->sleepers.fetch_sub(1, std::memory_order_seq_cst);
     if (Reached(peer->arrived.load(std::memory_order_acquire), count)) return true;
+    if (peer->left.load(std::memory_order_acquire) != 0) {
+      *gone = ShmPeerGone::kLeft;
+      return false;
+    }
     if (std::chrono::steady_clock::now() >= deadline) return false;
     if (ProcessGone(peer->pid.load(std::memory_order_relaxed))) {
-      *peer_died = true;
+      *gone = ShmPeerGone::kDied;
       return false;
     }
   }

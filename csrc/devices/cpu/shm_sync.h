@@ -30,7 +30,8 @@ struct alignas(64) ShmRankControl {
   char pad0[56];
   std::atomic<int32_t> pid;        // owner's process id, for early death detection
   std::atomic<int32_t> cpu;        // CPU the owner last arrived from (NOTE [Shared CPU])
-  char pad1[56];
+  std::atomic<uint32_t> left;      // nonzero: the owner takes no further part (ShmLeave)
+  char pad1[52];
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex needs a plain 32-bit word");
 static_assert(sizeof(ShmRankControl) == 128, "control layout is shared between processes");
@@ -38,6 +39,15 @@ static_assert(sizeof(ShmRankControl) == 128, "control layout is shared between p
 // Publishes that the owner reached barrier `count` and wakes sleeping peers.
 // Called only by the owner of `self`.
 void ShmArrive(ShmRankControl* self, uint32_t count);
+
+// Tells the owner's peers that it takes no further part in this
+// communicator (its backend failed or was destroyed): a peer waiting for one
+// of its barriers stops at once instead of at its deadline. Arrivals the owner
+// published before still count. Called only by the owner of `self`.
+void ShmLeave(ShmRankControl* self);
+
+// Why ShmWaitArrived gave up on a peer.
+enum class ShmPeerGone { kNo, kDied, kLeft };
 
 // What one waiter (a communicator's rank) remembers between waits (NOTE
 // [Shared CPU] in shm_sync.cc). Owned by the communicator; used by one thread
@@ -48,10 +58,11 @@ struct ShmWaitState {
 };
 
 // Blocks until peer->arrived >= count. Returns false if `deadline` passes
-// first or the peer's process is gone (*peer_died says which). Never hangs.
+// first (*gone kNo), the peer's process is gone (kDied) or the peer left
+// (kLeft, ShmLeave). Never hangs.
 bool ShmWaitArrived(ShmRankControl* peer, uint32_t count,
                     std::chrono::steady_clock::time_point deadline, ShmWaitState* state,
-                    bool* peer_died);
+                    ShmPeerGone* gone);
 
 }  // namespace cpu
 }  // namespace hvda
