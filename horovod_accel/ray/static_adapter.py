@@ -1,0 +1,159 @@
+"""A RayExecutor job with a fixed set of workers: one actor per rank, placed
+by a placement group (strategy.py), alive from start() to shutdown().
+
+start() blocks until every actor runs, then numbers the ranks by where Ray
+placed them: node by node (in the order of the first actor on each node), so
+ranks are contiguous per node as horovodrun makes them; starts the store
+(coordinator.py) and sets every actor's HOROVOD_* environment before any
+user code runs there. run()/execute() block until every rank returned, or
+raise RankError as soon as one failed (results.py); run_remote() returns
+the ObjectRefs without waiting.
+
+Ownership: the adapter owns its actors, the strategy's placement group and
+the coordinator's store; shutdown() ends all three.
+"""
+import sys
+
+import ray
+
+from horovod_accel.ray import results, strategy
+from horovod_accel.ray.callbacks import CallbackPump
+from horovod_accel.ray.coordinator import Coordinator
+from horovod_accel.ray.utils import nics_to_env_var
+from horovod_accel.ray.worker import RunCall
+
+
+def rank_order(places):
+    """Indices of the actors in rank order: grouped by node (nodes in the
+    order of their first actor), creation order within a node."""
+    by_node = {}
+    for i, p in enumerate(places):
+        by_node.setdefault(p["node_id"], []).append(i)
+    return [i for ids in by_node.values() for i in ids]
+
+
+class StaticAdapter:
+    def __init__(self, settings, params):
+        self.settings = settings
+        self.params = params            # params.StaticParams
+        self.workers = []               # actor handles, in rank order
+        self.strategy = None
+        self.coordinator = None
+        self._where = []                # "rank i (node ip)" for messages
+
+    # ---------------------------------------------------------------- start
+
+    def start(self, executable_cls=None, executable_args=None, executable_kwargs=None,
+              extra_env_vars=None):
+        """Blocks until every worker runs with its rank's environment and
+        executable. Raises TimeoutError if Ray cannot reserve the resources
+        in time, RankError if an executable's constructor raised."""
+        if self.workers:
+            raise RuntimeError("RayExecutor.start() was already called; call shutdown() first")
+        try:
+            self._start(executable_cls, executable_args, executable_kwargs, extra_env_vars)
+        except BaseException:
+            self.shutdown()
+            raise
+
+    def _start(self, executable_cls, executable_args, executable_kwargs, extra_env_vars):
+        self.strategy = strategy.for_params(self.params, self.settings)
+        actors = self.strategy.create_workers()
+        places = ray.get([a.placement.remote() for a in actors])
+        order = rank_order(places)
+        self.workers = [actors[i] for i in order]
+        places = [places[i] for i in order]
+        self._where = [f"rank {r} (node {p['node_ip']})" for r, p in enumerate(places)]
+
+        self.coordinator = Coordinator(self.settings)
+        for rank, p in enumerate(places):
+            self.coordinator.register(p["hostname"], p["node_id"], rank, node_ip=p["node_ip"])
+        self.coordinator.finalize_registration()
+        self.coordinator.establish_rendezvous()
+        envs = [self.coordinator.rank_env(r) for r in range(len(places))]
+        for env, net in zip(envs, self._network_env(places)):
+            env.update(net)
+        if self.params.resources.use_gpu:
+            for env, cuda in zip(envs, self._visible_devices(places)):
+                env.update(cuda)
+        for env in envs:
+            env.setdefault("PYTHONUNBUFFERED", "1")
+            env.update(extra_env_vars or {})
+        ray.get([w.update_env_vars.remote(env) for w, env in zip(self.workers, envs)])
+        results.gather([w.start_executable.remote(executable_cls, executable_args,
+                                                  executable_kwargs) for w in self.workers],
+                       self._where)
+        if (self.settings.verbose or 0) >= 2:
+            nodes = list(dict.fromkeys(p["node_ip"] for p in places))
+            print(f"horovod.ray: {len(self.workers)} workers on {len(self.coordinator.node_id_by_rank)}"
+                  f" node(s) ({', '.join(nodes)}); store at "
+                  f"{envs[0]['HOROVOD_GLOO_RENDEZVOUS_ADDR']}:{envs[0]['HOROVOD_GLOO_RENDEZVOUS_PORT']}",
+                  file=sys.stderr, flush=True)
+
+    def _network_env(self, places):
+        """Per rank: the interface(s) Gloo uses. settings.nics if given; else,
+        when the ranks are on several machines, each rank's node interface
+        (names may differ between machines); else none (the core chooses)."""
+        if self.settings.nics:
+            return [nics_to_env_var(self.settings.nics)] * len(places)
+        if len({p["node_ip"] for p in places}) > 1:
+            return [{"HOROVOD_GLOO_IFACE": p["iface"]} if p["iface"] else {} for p in places]
+        return [{}] * len(places)
+
+    def _visible_devices(self, places):
+        """Per rank: CUDA_VISIBLE_DEVICES = every GPU of its node's workers, in
+        local-rank order, so device `hvd.local_rank()` is the rank's own and
+        the node's GPUs see each other (peer access)."""
+        gpu_ids = ray.get([w.get_gpu_ids.remote() for w in self.workers])
+        per_node = {}
+        for p, ids in zip(places, gpu_ids):
+            per_node.setdefault(p["node_id"], []).extend(str(i) for i in ids)
+        return [{"CUDA_VISIBLE_DEVICES": ",".join(per_node[p["node_id"]])} for p in places]
+
+    # ---------------------------------------------------------------- calls
+
+    def _check_started(self):
+        if not self.workers:
+            raise RuntimeError("RayExecutor: call start() before running functions")
+
+    def _gather(self, refs, callbacks):
+        with CallbackPump(callbacks, self.workers):
+            return results.gather(refs, self._where)
+
+    def run(self, fn, args=None, kwargs=None, callbacks=None):
+        """fn(*args, **kwargs) on every rank; blocks; values in rank order."""
+        self._check_started()
+        call = RunCall(fn, args, kwargs)
+        return self._gather([w.execute.remote(call) for w in self.workers], callbacks)
+
+    def execute(self, fn, callbacks=None):
+        """fn(executable) on every rank; blocks; values in rank order."""
+        self._check_started()
+        return self._gather([w.execute.remote(fn) for w in self.workers], callbacks)
+
+    def run_remote(self, fn, args=None, kwargs=None):
+        """fn(*args, **kwargs) on every rank; returns the ObjectRefs in rank
+        order at once (ray.get them; a failure raises Ray's own error)."""
+        self._check_started()
+        call = RunCall(fn, args, kwargs)
+        return [w.execute.remote(call) for w in self.workers]
+
+    def execute_single(self, fn):
+        """fn(executable) on rank 0 only; blocks; its value."""
+        self._check_started()
+        return results.gather([self.workers[0].execute.remote(fn)], self._where[:1])[0]
+
+    # ---------------------------------------------------------------- end
+
+    def shutdown(self):
+        """Kills the actors, removes the placement group (if created here),
+        stops the store. Idempotent; returns at once (Ray ends the actors)."""
+        for w in self.workers:
+            ray.kill(w, no_restart=True)
+        self.workers = []
+        if self.strategy is not None:
+            self.strategy.shutdown()
+            self.strategy = None
+        if self.coordinator is not None:
+            self.coordinator.close()
+            self.coordinator = None
