@@ -58,10 +58,11 @@ class ElasticRayExecutor:
                                nics=nics, verbose=kwargs.get("verbose", 1),
                                placement_group_timeout_s=kwargs.get("placement_group_timeout_s",
                                                                     100))
-        return ElasticRaySettings(**dataclasses.asdict(base), min_num_proc=min_num_proc,
+        fields = dict(dataclasses.asdict(base), elastic=True)
+        return ElasticRaySettings(**fields, min_num_proc=min_num_proc,
                                   max_num_proc=max_num_proc, reset_limit=reset_limit,
                                   cooldown_range=kwargs.get("cooldown_range"),
-                                  elastic_timeout=elastic_timeout, elastic=True)
+                                  elastic_timeout=elastic_timeout)
 
     def __init__(self, settings, use_gpu=False, cpus_per_slot=1, gpus_per_slot=None,
                  env_vars=None, override_discovery=True):

@@ -22,6 +22,9 @@ from horovod_accel.ray.coordinator import Coordinator
 from horovod_accel.ray.utils import nics_to_env_var
 from horovod_accel.ray.worker import RunCall
 
+# How long shutdown() lets the ranks end their Horovod job before killing them.
+SHUTDOWN_GRACE_S = 5.0
+
 
 def rank_order(places):
     """Indices of the actors in rank order: grouped by node (nodes in the
@@ -116,20 +119,21 @@ class StaticAdapter:
         if not self.workers:
             raise RuntimeError("RayExecutor: call start() before running functions")
 
-    def _gather(self, refs, callbacks):
+    def _call_all(self, call, callbacks):
+        """call(executable) on every rank, with the callbacks' queue set on
+        the workers before the call starts; blocks; values in rank order."""
         with CallbackPump(callbacks, self.workers):
-            return results.gather(refs, self._where)
+            return results.gather([w.execute.remote(call) for w in self.workers], self._where)
 
     def run(self, fn, args=None, kwargs=None, callbacks=None):
         """fn(*args, **kwargs) on every rank; blocks; values in rank order."""
         self._check_started()
-        call = RunCall(fn, args, kwargs)
-        return self._gather([w.execute.remote(call) for w in self.workers], callbacks)
+        return self._call_all(RunCall(fn, args, kwargs), callbacks)
 
     def execute(self, fn, callbacks=None):
         """fn(executable) on every rank; blocks; values in rank order."""
         self._check_started()
-        return self._gather([w.execute.remote(fn) for w in self.workers], callbacks)
+        return self._call_all(fn, callbacks)
 
     def run_remote(self, fn, args=None, kwargs=None):
         """fn(*args, **kwargs) on every rank; returns the ObjectRefs in rank
@@ -146,8 +150,12 @@ class StaticAdapter:
     # ---------------------------------------------------------------- end
 
     def shutdown(self):
-        """Kills the actors, removes the placement group (if created here),
-        stops the store. Idempotent; returns at once (Ray ends the actors)."""
+        """Ends Horovod on every rank (waiting up to SHUTDOWN_GRACE_S for ranks
+        still busy with a call), kills the actors, removes the placement group
+        (if created here), stops the store. Idempotent."""
+        if self.workers:
+            ray.wait([w.shutdown_horovod.remote() for w in self.workers],
+                     num_returns=len(self.workers), timeout=SHUTDOWN_GRACE_S)
         for w in self.workers:
             ray.kill(w, no_restart=True)
         self.workers = []

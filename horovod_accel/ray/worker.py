@@ -146,6 +146,12 @@ class BaseHorovodWorker:
         shutdown_horovod_if_running()
         return "returned", rank, value
 
+    def shutdown_horovod(self):
+        """hvd.shutdown() here if Horovod runs (the driver's shutdown() calls
+        it on every rank before killing the actors, so no rank sees a peer
+        vanish mid-job)."""
+        shutdown_horovod_if_running()
+
     def set_queue(self, queue):
         """Routes ray_logger.log() of this actor to `queue` (a ray.util.queue.Queue)."""
         from horovod_accel.ray import ray_logger  # noqa: PLC0415
