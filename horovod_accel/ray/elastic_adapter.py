@@ -100,7 +100,8 @@ class ElasticAdapter:
         p, s = self.params, self.settings
         secret = secrets.token_hex(32)
         gloo_timeout = float(self._extra_env.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or 30)
-        with RendezvousStoreServer(secret, host="0.0.0.0", verbose=(s.verbose or 0) >= 2) as store, \
+        verbose = (s.verbose or 0) >= 2
+        with RendezvousStoreServer(secret, host="0.0.0.0", verbose=verbose) as store, \
                 CallbackPump(callbacks, []) as pump:
             launcher = ActorLauncher(call, self._executable, p.resources, pump,
                                      use_node_iface=not s.nics)
@@ -111,7 +112,7 @@ class ElasticAdapter:
                 store_addr=self._store_addr(ray.util.get_node_ip_address()),
                 is_local=lambda host: False, elastic_timeout=p.elastic_timeout,
                 reset_limit=p.reset_limit, cooldown_range=p.cooldown_range,
-                ready_timeout=max(60.0, 2 * gloo_timeout), verbose=(s.verbose or 0) >= 2,
+                ready_timeout=max(60.0, 2 * gloo_timeout), verbose=verbose,
                 start_timeout=float(s.timeout_s), launch_rank=launcher.launch)
             self.driver = ElasticDriver(spec)
             code = self.driver.run()

@@ -87,11 +87,12 @@ class StaticAdapter:
                                                   executable_kwargs) for w in self.workers],
                        self._where)
         if (self.settings.verbose or 0) >= 2:
-            nodes = list(dict.fromkeys(p["node_ip"] for p in places))
-            print(f"horovod.ray: {len(self.workers)} workers on {len(self.coordinator.node_id_by_rank)}"
-                  f" node(s) ({', '.join(nodes)}); store at "
-                  f"{envs[0]['HOROVOD_GLOO_RENDEZVOUS_ADDR']}:{envs[0]['HOROVOD_GLOO_RENDEZVOUS_PORT']}",
-                  file=sys.stderr, flush=True)
+            nodes = len(self.coordinator.node_id_by_rank)
+            ips = ", ".join(dict.fromkeys(p["node_ip"] for p in places))
+            store = f"{envs[0]['HOROVOD_GLOO_RENDEZVOUS_ADDR']}:" \
+                    f"{envs[0]['HOROVOD_GLOO_RENDEZVOUS_PORT']}"
+            print(f"horovod.ray: {len(self.workers)} workers on {nodes} node(s) ({ips}); store "
+                  f"at {store}", file=sys.stderr, flush=True)
 
     def _network_env(self, places):
         """Per rank: the interface(s) Gloo uses. settings.nics if given; else,

@@ -14,7 +14,6 @@ thread's stack and ends the run), so a stuck job never stalls the suite.
 import contextlib
 import faulthandler
 import os
-import subprocess
 import sys
 
 import pytest
@@ -313,8 +312,11 @@ def test_upstream_import_paths():
     assert set(hvd_ray.__all__) == {"RayExecutor", "BaseHorovodWorker", "ElasticRayExecutor"}
     assert horovod.ray.runner.Coordinator and horovod.ray.runner.MiniSettings
     assert callable(horovod.ray.utils.detect_nics) and callable(horovod.ray.utils.nics_to_env_var)
-    from horovod.ray.elastic import ElasticRayExecutor, RayHostDiscovery  # noqa: F401,PLC0415
-    from horovod.ray import ray_logger  # noqa: F401,PLC0415
+    from horovod.ray.elastic import ElasticRayExecutor, RayHostDiscovery  # noqa: PLC0415
+    from horovod.ray import ray_logger  # noqa: PLC0415
+    assert ElasticRayExecutor is hvd_ray.ElasticRayExecutor
+    assert callable(RayHostDiscovery(cpus_per_worker=2).find_available_hosts_and_slots)
+    assert callable(ray_logger.log)
 
 
 def test_missing_ray_is_an_import_error_that_says_how_to_install():
