@@ -10,8 +10,9 @@ resources before any actor starts (upstream's two strategies).
 
 Ownership: a strategy owns the placement group it created (shutdown()
 removes it, which also ends the actors in it); a group it inherited is left
-alone. Actors are created, not awaited: their ranks are set once Ray says
-where they run (static_adapter.py).
+alone. The group is reserved once and outlives the actors: a re-formed job
+(static_adapter.py) puts its new actors into the same bundles. Actors are
+created, not awaited: their ranks are set once Ray says where they run.
 """
 import ray
 from ray.util.placement_group import (get_current_placement_group, placement_group,
@@ -65,18 +66,22 @@ class PackStrategy(_Strategy):
         super().__init__(resources, timeout_s)
         self.num_workers = num_workers
         self._inherit = use_current_placement_group
+        self._index = None          # bundle index for every actor (-1: any), None: its own
 
     def create_workers(self):
-        """Blocks until the resources are reserved; returns the actors."""
-        current = get_current_placement_group() if self._inherit else None
-        if current is not None:
-            self.placement_group, index = current, -1  # any bundle of the caller's group
-        else:
-            self.placement_group = create_placement_group(
-                [self.resources.bundle() for _ in range(self.num_workers)], "PACK",
-                self.timeout_s)
-            self._owns_group, index = True, None
-        return [self._actor(i if index is None else index, i, self.num_workers)
+        """Returns new actors, one per worker. The first call blocks until
+        the resources are reserved; later calls (a re-formed job) reuse the
+        reservation, so the new actors go where the old ones were."""
+        if self.placement_group is None:
+            current = get_current_placement_group() if self._inherit else None
+            if current is not None:
+                self.placement_group, self._index = current, -1  # any bundle of the caller's
+            else:
+                self.placement_group = create_placement_group(
+                    [self.resources.bundle() for _ in range(self.num_workers)], "PACK",
+                    self.timeout_s)
+                self._owns_group = True
+        return [self._actor(i if self._index is None else self._index, i, self.num_workers)
                 for i in range(self.num_workers)]
 
 
@@ -87,12 +92,13 @@ class SpreadStrategy(_Strategy):
         self.per_host = num_workers_per_host
 
     def create_workers(self):
-        """Blocks until the resources are reserved; returns the actors, host
-        by host."""
-        self.placement_group = create_placement_group(
-            [self.resources.bundle(self.per_host) for _ in range(self.num_hosts)],
-            "STRICT_SPREAD", self.timeout_s)
-        self._owns_group = True
+        """Returns new actors, host by host; reserves the resources (blocking)
+        on the first call only, as PackStrategy does."""
+        if self.placement_group is None:
+            self.placement_group = create_placement_group(
+                [self.resources.bundle(self.per_host) for _ in range(self.num_hosts)],
+                "STRICT_SPREAD", self.timeout_s)
+            self._owns_group = True
         size = self.num_hosts * self.per_host
         return [self._actor(i // self.per_host, i, size) for i in range(size)]
 

@@ -189,6 +189,7 @@ def test_callbacks_receive_what_workers_log(executor):
 
 
 def test_worker_exception_names_its_rank_and_the_job_recovers(executor):
+    formed = executor.adapter.formations
     with pytest.raises(RankError) as info:
         executor.run(raise_on_rank_1)
     err = info.value
@@ -197,8 +198,19 @@ def test_worker_exception_names_its_rank_and_the_job_recovers(executor):
     assert "raised ValueError: bad value on rank 1" in str(err)
     assert "Traceback on rank 1" in str(err) and "raise_on_rank_1" in str(err)
     assert isinstance(err.exception, ValueError)
-    # Rank 0 was released (the failed rank ended the job) and both rejoin.
+    # The failed call ended the job; the next call re-forms it (new actors,
+    # new executables) and runs normally.
     check_topology_and_ops(executor.run(topology_and_ops, args=["after"]), 2, "after")
+    assert executor.adapter.formations == formed + 1
+    assert executor.execute(lambda c: c.value) == [10, 10]
+
+
+def test_dead_actor_is_named_and_the_job_reformed(executor):
+    ray.kill(executor.adapter.workers[1])
+    with pytest.raises(RankError, match=r"rank 1 \(node .*\) its actor died") as info:
+        executor.run(topology_and_ops, args=["dead"])
+    assert info.value.rank == 1 and isinstance(info.value.__cause__, ray.exceptions.RayActorError)
+    check_topology_and_ops(executor.run(topology_and_ops, args=["reformed"]), 2, "reformed")
 
 
 def test_training_converges_with_equal_parameters(executor):
