@@ -11,8 +11,6 @@ example script run unchanged. Elastic mode: test_ray_elastic.py.
 Every test runs under a hard timeout (faulthandler: a hang dumps every
 thread's stack and ends the run), so a stuck job never stalls the suite.
 """
-import contextlib
-import faulthandler
 import os
 import sys
 
@@ -25,18 +23,10 @@ from horovod.ray import RayExecutor  # noqa: E402
 from horovod_accel.runner.run_api import RankError  # noqa: E402
 
 from launch_util import REPO, run  # noqa: E402
+from ray_scripts.support import hard_timeout, worker_runtime_env  # noqa: E402
 
 TEST_TIMEOUT_S = 120
 EXAMPLE = REPO / "examples" / "ray" / "pytorch_ray_synthetic.py"
-
-
-@contextlib.contextmanager
-def hard_timeout(seconds):
-    faulthandler.dump_traceback_later(seconds, exit=True)
-    try:
-        yield
-    finally:
-        faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture(autouse=True)
@@ -48,7 +38,7 @@ def _deadline():
 @pytest.fixture(scope="module")
 def local_ray():
     with hard_timeout(TEST_TIMEOUT_S):
-        ray.init(num_cpus=5, include_dashboard=False)
+        ray.init(num_cpus=5, include_dashboard=False, runtime_env=worker_runtime_env())
     yield
     ray.shutdown()
 

@@ -4,10 +4,8 @@ nodes of 1 CPU each, shared by the module): a worker actor killed with
 ray.kill mid-training is replaced on the free node and training completes
 with hvd.elastic.run + TorchState; a job whose every worker fails raises a
 RuntimeError naming the failure; upstream's deprecated ElasticRayExecutor
-runs. Every test runs under a hard timeout (see test_ray.py).
+runs. Every test runs under a hard timeout (ray_scripts/support.py).
 """
-import contextlib
-import faulthandler
 import os
 import threading
 
@@ -19,17 +17,9 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from ray.util.queue import Queue  # noqa: E402
 
 from horovod.ray import ElasticRayExecutor, RayExecutor  # noqa: E402
+from ray_scripts.support import hard_timeout, worker_runtime_env  # noqa: E402
 
 TEST_TIMEOUT_S = 150
-
-
-@contextlib.contextmanager
-def hard_timeout(seconds):
-    faulthandler.dump_traceback_later(seconds, exit=True)
-    try:
-        yield
-    finally:
-        faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +35,7 @@ def cluster():
         c = Cluster(initialize_head=True,
                     head_node_args={"num_cpus": 1, "include_dashboard": False})
         nodes = [c.head_node, c.add_node(num_cpus=1), c.add_node(num_cpus=1)]
-        ray.init(address=c.address)
+        ray.init(address=c.address, runtime_env=worker_runtime_env())
         c.wait_for_nodes()
     yield [n.node_id for n in nodes]
     ray.shutdown()
