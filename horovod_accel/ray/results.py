@@ -13,6 +13,7 @@ import threading
 
 import ray
 
+from horovod_accel.common.exceptions import HorovodInternalError
 from horovod_accel.runner.run_api import RankError
 
 _TAIL_LINES = 12
@@ -40,11 +41,10 @@ class Failure:
     @property
     def consequential(self):
         """True for a HorovodInternalError: a peer's failure ended the job."""
-        from horovod_accel.common.exceptions import HorovodInternalError  # noqa: PLC0415
         return isinstance(self.cause, HorovodInternalError)
 
     def how(self):
-        """'raised ValueError: msg', or 'actor died: <Ray's reason>'."""
+        """'raised ValueError: msg', or "its actor died (<Ray's reason>)"."""
         if self.cause is not None:
             return f"raised {type(self.cause).__name__}: {self.cause}"
         if self.actor_died:

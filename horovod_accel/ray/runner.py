@@ -77,9 +77,11 @@ class RayExecutor:
     def start(self, executable_cls=None, executable_args=None, executable_kwargs=None,
               extra_env_vars=None):
         """Starts the workers (blocks until they run; elastic mode starts them
-        per call). executable_cls(*executable_args, **executable_kwargs) is
+        per call); starts Ray first, as Ray's API does, if nothing did. executable_cls(*executable_args, **executable_kwargs) is
         created in every worker once its rank's environment is set;
         extra_env_vars are set in every worker."""
+        if not ray.is_initialized():
+            ray.init()  # as Ray's own API calls do (auto-init): a local Ray, or RAY_ADDRESS
         _refuse_ray_client()
         if self.adapter is not None:
             raise RuntimeError("RayExecutor.start() was already called; call shutdown() first")

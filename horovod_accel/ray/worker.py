@@ -3,7 +3,8 @@ and methods, so code that subclasses it or calls its methods keeps working).
 
 Lifetime: one actor per rank. In a RayExecutor job (static_adapter.py) the
 actor lives from start() to shutdown() and runs every run()/execute() call
-of the job; in elastic mode (elastic_adapter.py) an actor is one elastic
+of the job, unless a call fails (then the job is re-formed with new actors);
+in elastic mode (elastic_adapter.py) an actor is one elastic
 worker: it runs one call and is killed when that ends. The actor's process
 environment is the rank's identity: the driver sets the HOROVOD_* variables
 (update_env_vars) before any user code runs, and `hvd.init()` reads them.
@@ -17,15 +18,18 @@ import sys
 
 import ray
 
+from horovod_accel.common import elastic_protocol as proto
+from horovod_accel.ray.utils import node_interface
+from horovod_accel.runner import rank_process
+
 # Variables that make a process a rank of some job. An actor's process may
 # inherit them from the environment Ray was started in (a driver that is
 # itself a rank); they are dropped so that only what the driver sets counts.
 _JOB_IDENTITY = ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
                  "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE", "HOROVOD_HOSTNAME",
                  "HOROVOD_GLOO_RENDEZVOUS_ADDR", "HOROVOD_GLOO_RENDEZVOUS_PORT",
-                 "_HOROVOD_SECRET_KEY", "HOROVOD_ELASTIC", "_HOROVOD_ELASTIC_WORKER_ID",
-                 "_HOROVOD_ELASTIC_SPAWN_ROUND", "_HOROVOD_ELASTIC_ROUND",
-                 "_HOROVOD_MPI_BOOTSTRAP")
+                 rank_process.SECRET_ENV, "HOROVOD_ELASTIC", proto.WORKER_ID_ENV,
+                 proto.SPAWN_ROUND_ENV, proto.ROUND_ENV, "_HOROVOD_MPI_BOOTSTRAP")
 
 
 def shutdown_horovod_if_running():
@@ -85,7 +89,6 @@ class BaseHorovodWorker:
     def placement(self):
         """Where this actor runs, in one call: {"node_id", "node_ip",
         "iface" (the interface holding node_ip, or None), "hostname"}."""
-        from horovod_accel.ray.utils import node_interface  # noqa: PLC0415
         return {"node_id": self.node_id(), "node_ip": self.node_ip(),
                 "iface": node_interface(), "hostname": self.hostname()}
 
@@ -111,7 +114,8 @@ class BaseHorovodWorker:
     def execute(self, func):
         """Returns func(executable). If func raises, this rank's Horovod job is
         shut down before the exception goes back to the driver (a failed rank
-        never leaves its peers waiting); call hvd.init() again to rejoin."""
+        never leaves its peers waiting); the driver then re-forms the job
+        before its next call (NOTE [A failed call ends the job])."""
         try:
             return func(self.executable)
         except BaseException:
@@ -127,7 +131,6 @@ class BaseHorovodWorker:
         address unless HOROVOD_GLOO_IFACE is set. Horovod is shut down here
         once func ends, as a process's exit would."""
         if use_node_iface and not os.environ.get("HOROVOD_GLOO_IFACE"):
-            from horovod_accel.ray.utils import node_interface  # noqa: PLC0415
             iface = node_interface()
             if iface:
                 os.environ["HOROVOD_GLOO_IFACE"] = iface
