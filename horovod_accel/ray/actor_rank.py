@@ -1,7 +1,8 @@
 """One elastic worker as a Ray actor, shown to horovodrun's elastic driver
 (runner/elastic/driver.py) as if it were a rank's process: the driver
-starts, watches and stops workers through ElasticSpec.launch_rank, and
-ActorLauncher.launch is that function for Ray.
+starts, watches and stops workers through the launcher hook
+(rank_process.LaunchSettings.launcher), and ActorLauncher.launch is that
+hook for Ray; ActorRank has RankProcess's interface.
 
 An actor runs one call, BaseHorovodWorker.execute_elastic: the user's
 function, whose hvd.init() joins the round the driver assigned (NOTE
@@ -50,9 +51,9 @@ class _ActorExit:
 
 
 class _Tail:
-    """Stands in for an output forwarder: what the driver prints of a failed
-    worker (its remote traceback), and a join() that has nothing to wait
-    for (Ray forwards actor output to the driver itself)."""
+    """Stands in for the output forwarders (out and err): what the driver
+    prints of a failed worker (its remote traceback), and a join() that has
+    nothing to wait for (Ray forwards actor output to the driver itself)."""
 
     def __init__(self):
         self.tail = collections.deque(maxlen=_TAIL_LINES)
@@ -61,27 +62,18 @@ class _Tail:
         return None
 
 
-class ActorRank:
+class ActorRank(rank_process.RankProcess):
     """A started elastic worker (the driver's RankProcess for an actor)."""
 
-    remote = True
-
     def __init__(self, slot, actor, label):
-        self.slot = slot
+        tail = _Tail()
+        super().__init__(slot, _ActorExit(), True, tail, tail)
         self.actor = actor
         self.label = label
-        self.proc = _ActorExit()
-        self.out = _Tail()
-        self.err = _Tail()
-        self.stopped_by_us = False
         self.outcome = None     # ("returned", final rank, value) | ("exited", code, None)
         self.failure = None     # results.Failure when the call raised or the actor died
         self._lock = threading.Lock()
         self._killed = False
-
-    @property
-    def rank(self):
-        return self.slot.rank
 
     def _kill(self):
         with self._lock:
@@ -102,7 +94,8 @@ class ActorRank:
         if self.failure is not None:
             if self.failure.cause is not None:
                 return f"{type(self.failure.cause).__name__}: {self.failure.cause}"
-            return self.failure.how().replace("its actor died", "actor death", 1)
+            reason = self.failure.death_reason()
+            return "actor death" + (f" ({reason})" if reason else "")
         return f"exit code {self.proc.returncode}"
 
     def watch(self, ref, on_exit):
@@ -132,7 +125,7 @@ def scheduling_for(host):
 
 
 class ActorLauncher:
-    """ElasticSpec.launch_rank for Ray: starts a worker actor per call.
+    """The launcher hook for Ray: starts a worker actor per call.
 
     call: what each worker runs (a callable taking the executable);
     executable: (cls, args, kwargs) each worker creates first, or None;
@@ -147,8 +140,8 @@ class ActorLauncher:
         self.use_node_iface = use_node_iface
 
     def launch(self, settings, slot, store_addr, remote, on_exit, extra_env=None, label=None):
-        """rank_process.launch_rank's contract, over an actor: returns at once
-        with the ActorRank; on_exit(it) once its call ended."""
+        """rank_process.launch_rank's signature and contract, over an actor:
+        returns at once with the ActorRank; on_exit(it) once its call ended."""
         env = dict(settings.env)
         env.update(rank_process.slot_env(slot, store_addr, settings.store_port, settings.secret))
         env.update(extra_env or {})

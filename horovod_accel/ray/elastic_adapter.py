@@ -113,7 +113,7 @@ class ElasticAdapter:
                 is_local=lambda host: False, elastic_timeout=p.elastic_timeout,
                 reset_limit=p.reset_limit, cooldown_range=p.cooldown_range,
                 ready_timeout=max(60.0, 2 * gloo_timeout), verbose=verbose,
-                start_timeout=float(s.timeout_s), launch_rank=launcher.launch)
+                start_timeout=float(s.timeout_s), launcher=launcher.launch)
             self.driver = ElasticDriver(spec)
             code = self.driver.run()
         return self._results(self.driver, code)

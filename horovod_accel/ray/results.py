@@ -48,9 +48,15 @@ class Failure:
         if self.cause is not None:
             return f"raised {type(self.cause).__name__}: {self.cause}"
         if self.actor_died:
-            lines = [ln.strip() for ln in str(self.error).splitlines() if ln.strip()]
-            return "its actor died" + (f" ({lines[-1]})" if lines else "")
+            reason = self.death_reason()
+            return "its actor died" + (f" ({reason})" if reason else "")
         return f"failed: {type(self.error).__name__}: {self.error}"
+
+    def death_reason(self):
+        """Ray's last line about a dead actor (e.g. "The actor is dead because
+        it was killed by `ray.kill`."), or None."""
+        lines = [ln.strip() for ln in str(self.error).splitlines() if ln.strip()]
+        return lines[-1] if self.actor_died and lines else None
 
     def remote_traceback(self):
         """The traceback on the worker (Ray's text of a RayTaskError), or None."""

@@ -114,6 +114,10 @@ class LaunchSettings:
     ssh_port: int = None
     ssh_identity_file: str = None
     start_timeout: float = 30.0
+    # Who starts a rank: None = launch_rank below (a local or ssh process);
+    # else a callable with launch_rank's signature that returns an object
+    # with RankProcess's interface (horovod.spark: ranks run in Spark tasks).
+    launcher: object = None
 
 
 def launch_rank(settings, slot, store_addr, remote, on_exit, extra_env=None, label=None):

@@ -62,14 +62,6 @@ class ElasticSpec(rank_process.LaunchSettings):
     reset_limit: object = None
     cooldown_range: object = None
     ready_timeout: float = 60.0
-    # Starts one worker: a callable with rank_process.launch_rank's signature
-    # and contract (returns at once; the handle it returns offers what this
-    # driver reads of a RankProcess: proc.returncode, proc.wait(timeout)
-    # raising subprocess.TimeoutExpired, signal_group(sig), describe_exit(),
-    # err.tail, out/err.join(timeout); on_exit(handle) is called once the
-    # worker ended). None: a process, local or over ssh. horovod.ray starts
-    # Ray actors through it (horovod_accel/ray/actor_rank.py).
-    launch_rank: object = None
 
 
 class _Worker:
@@ -292,7 +284,7 @@ class ElasticDriver:
         extra = {"HOROVOD_ELASTIC": "1", proto.WORKER_ID_ENV: w.id,
                  proto.SPAWN_ROUND_ENV: str(round_),
                  proto.ASSIGNMENT_TIMEOUT_ENV: str(s.elastic_timeout + s.ready_timeout + 60)}
-        launch = s.launch_rank or rank_process.launch_rank
+        launch = s.launcher or rank_process.launch_rank
         try:
             w.proc = launch(
                 s, hosts_mod.SlotInfo(hostname=w.hostname, **topo), s.store_addr(w.hostname),
