@@ -4,10 +4,13 @@ the store at dataset index `idx` (store.py tells the paths).
 
 Contract of `prepare`: a context manager that holds index `idx` for the
 duration of one fit (a concurrent fit into the same store takes another
-index), overwrites what an earlier fit left at that index, and yields a
-PreparedData whose row counts come from the Parquet footers. The files stay
-in the store after the fit (upstream's behaviour), to be reused or deleted.
+index) and yields a PreparedData whose row counts come from the Parquet
+footers. A fit of a DataFrame already written by this process (same plan,
+columns, split and process count; upstream's training-data cache) reuses
+the files; otherwise it overwrites what was at its index. The files stay in
+the store after the fit, to be reused or deleted.
 """
+import collections
 import contextlib
 import threading
 from dataclasses import dataclass
@@ -29,28 +32,59 @@ class PreparedData:
     avg_row_bytes: float
 
 
-class _Indices:
-    """The dataset indices in use by fits of this process (per store)."""
+class _Datasets:
+    """The dataset indices of this process's fits, per store, and what was
+    written at each (the training-data cache).
+
+    An index is held while a fit uses it; a new dataset takes the lowest
+    index no fit holds (overwriting what another key left there). A fit
+    whose key (same DataFrame plan, columns, split, process count, store)
+    was written before, and still owns its index, reuses those files."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._used = set()
+        self._held = collections.Counter()   # (prefix, idx) -> fits holding it
+        self._owner = {}                     # (prefix, idx) -> key written there
+        self._written = {}                   # key -> PreparedData
 
     @contextlib.contextmanager
-    def hold(self, prefix):
+    def hold(self, prefix, key):
+        """Yields (idx, the PreparedData cached for key or None)."""
         with self._lock:
-            idx = 0
-            while (prefix, idx) in self._used:
-                idx += 1
-            self._used.add((prefix, idx))
+            cached = self._written.get(key)
+            if cached is not None and self._owner.get((prefix, cached.idx)) == key:
+                idx = cached.idx
+            else:
+                cached, idx = None, 0
+                while self._held[(prefix, idx)]:
+                    idx += 1
+                self._owner[(prefix, idx)] = key
+                self._written.pop(key, None)
+            self._held[(prefix, idx)] += 1
         try:
-            yield idx
+            yield idx, cached
         finally:
             with self._lock:
-                self._used.discard((prefix, idx))
+                self._held[(prefix, idx)] -= 1
+
+    def remember(self, key, prepared):
+        with self._lock:
+            self._written[key] = prepared
+
+    def clear(self):
+        with self._lock:
+            self._owner.clear()
+            self._written.clear()
 
 
-_INDICES = _Indices()
+_DATASETS = _Datasets()
+
+
+def clear_training_cache():
+    """Forgets the Parquet datasets written by earlier fits of this process
+    (upstream's util.clear_training_cache): the next fit writes its own.
+    The files stay in the store."""
+    _DATASETS.clear()
 
 
 def check_validation(validation, df_columns=None):
@@ -89,14 +123,23 @@ def split(df, validation, seed):
 def prepare(store, df, infos, validation, num_proc, partitions_per_process, seed=0, verbose=0):
     """Writes df's columns `infos` (ColumnInfo by name, in training order)
     into the store and yields a PreparedData (see the module's contract).
-    ValueError when a split holds no rows or fewer rows than num_proc."""
+    ValueError when a split holds fewer rows than num_proc."""
     check_validation(validation, df.columns)
     if partitions_per_process < 1:
         raise ValueError(f"partitions_per_process must be >= 1, got {partitions_per_process}")
     selected = [columns_mod.storage_column(info) for info in infos.values()]
     if isinstance(validation, str):
         selected.append(F.col(validation))
-    with _INDICES.hold(store.prefix_path) as idx:
+    key = (store.prefix_path, df.semanticHash(), tuple(infos.items()), validation, seed, num_proc,
+           partitions_per_process)
+    with _DATASETS.hold(store.prefix_path, key) as (idx, cached):
+        if cached is not None and store.is_parquet_dataset(cached.train_path):
+            if verbose:
+                print(f"horovod.spark: reusing the {cached.train_rows} training rows at "
+                      f"{cached.train_path} (written by an earlier fit of this DataFrame)",
+                      flush=True)
+            yield cached
+            return
         train_df, val_df = split(df.select(*selected), validation, seed)
         # Files per split: partitions_per_process per process in all (fewer
         # for a column split, whose size is not known before writing).
@@ -113,14 +156,18 @@ def prepare(store, df, infos, validation, num_proc, partitions_per_process, seed
         if val_df is not None:
             _write(val_df, val_path, max(int(partitions * frac), num_proc), verbose)
             val_rows, _ = _count(store, val_path)
-            if val_rows == 0:
-                raise ValueError(f"validation={validation!r} selects no rows of the DataFrame")
+            if val_rows < num_proc:
+                raise ValueError(f"validation={validation!r} selects {val_rows} rows, fewer "
+                                 f"than num_proc={num_proc}: every process validates on its "
+                                 "own rows, so give it at least one each")
         else:
             store.delete(store.get_val_data_path(idx))   # what an earlier fit left there
         if verbose:
             print(f"horovod.spark: {train_rows} training rows at {train_path}, {val_rows} "
                   f"validation rows" + (f" at {val_path}" if val_path else ""), flush=True)
-        yield PreparedData(idx, train_path, val_path, train_rows, val_rows, row_bytes)
+        prepared = PreparedData(idx, train_path, val_path, train_rows, val_rows, row_bytes)
+        _DATASETS.remember(key, prepared)
+        yield prepared
 
 
 def _write(df, path, partitions, verbose):

@@ -59,16 +59,14 @@ class DataSpec:
     def val_batches(self, rank, size):
         """(Batches, sizes) of this rank's validation rows, in order, once
         per epoch (or validation_steps_per_epoch batches); sizes may differ
-        between ranks (validation runs no collective per batch), and are
-        empty for a rank without validation rows. None without validation."""
+        between ranks (validation runs no collective per batch). Every rank
+        has validation rows (dataset.prepare). None without validation."""
         if self.val_path is None:
             return None
         reader = reader_mod.ShardReader(self.store, self.val_path, self.infos, rank, size,
                                         0, None, self.cache)
         if self.validation_steps_per_epoch:
             sizes = [self.val_batch_size] * int(self.validation_steps_per_epoch)
-            if reader.num_rows == 0:
-                sizes = []
         else:
             full, rest = divmod(reader.num_rows, self.val_batch_size)
             sizes = [self.val_batch_size] * full + ([rest] if rest else [])
