@@ -155,7 +155,8 @@ class KerasEstimator(HorovodEstimator):
                       loss_weights=self.getLossWeights(), metrics=self.getMetrics() or None)
         # Built, so that the file holds all its variables (momenta, ...) and
         # the ranks load it whole.
-        model.optimizer.build(model.trainable_variables)
+        if not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
         return ckpt_mod.model_bytes(model)
 
     def _to_model(self, checkpoint, run_id, metadata):
