@@ -5,7 +5,6 @@ remote.py; the checkpoint format in checkpoint.py."""
 from pyspark import keyword_only
 from pyspark.ml.param.shared import Param, Params
 
-from horovod_accel.spark.common import columns as columns_mod
 from horovod_accel.spark.common.estimator import HorovodEstimator
 from horovod_accel.spark.torch import checkpoint as ckpt_mod
 from horovod_accel.spark.torch import remote
@@ -184,7 +183,7 @@ def _check_shapes(param, shapes, cols, metadata):
         if abs(values) != metadata[col].size:
             raise ValueError(f"{param}: shape {list(shape)} of column {col!r} holds "
                              f"{abs(values)} values per row, but the column has "
-                             f"{metadata[col].size} ({columns_mod.SCALAR if metadata[col].size == 1 else metadata[col].kind})")
+                             f"{metadata[col].size}; make them agree")
 
 
 def _to_list(value, length, name):
