@@ -236,6 +236,34 @@ def test_wrong_params_are_clear_errors_before_any_data_is_written(spark, digits,
     assert not os.path.exists(tmp_path / "store" / "intermediate_train_data.0")
 
 
+def test_transform_output_types(spark):
+    """A one-value output takes its label's type (rounded for integers), a
+    wider one becomes a DenseVector; an existing column is not overwritten."""
+    from pyspark.ml.linalg import DenseVector, VectorUDT  # noqa: PLC0415
+    from pyspark.sql import types as T  # noqa: PLC0415
+
+    from horovod_accel.spark.common import columns, transform  # noqa: PLC0415
+
+    class Predictor:   # defined here, so it travels to the Spark tasks by value
+        def __call__(self, features):
+            x = features[0]
+            return [x + 0.4, x / 2, np.stack([x, -x], axis=1)]
+
+    df = spark.createDataFrame([(float(i), i, 0.5 * i) for i in range(600)], ["x", "n", "r"])
+    infos = columns.describe(df, ["x"], ["n", "r"])
+    out = transform.predict(df, Predictor(), ["x"], ["n", "r", "r"], ["n_out", "r_out", "v_out"],
+                            infos)
+    types = {f.name: f.dataType for f in out.schema.fields}
+    assert (types["n_out"], types["r_out"]) == (T.LongType(), T.DoubleType())
+    assert isinstance(types["v_out"], VectorUDT)
+    rows = sorted(out.collect(), key=lambda r: r.x)
+    assert len(rows) == 600
+    assert [(r.n_out, r.r_out, r.v_out) for r in rows[:2]] == [
+        (0, 0.0, DenseVector([0.0, -0.0])), (1, 0.5, DenseVector([1.0, -1.0]))]
+    with pytest.raises(ValueError, match=r"already has columns \['r'\]"):
+        transform.predict(df, Predictor(), ["x"], ["n"], ["r"], infos)
+
+
 # ------------------------------------------------------------------ torch
 
 @pytest.fixture(scope="module")
@@ -379,6 +407,28 @@ def test_keras_second_fit_resumes_from_the_checkpoint(keras_runs):
         assert json.load(f) == {"epochs": 4, "history": second}
     lr = keras_runs["second"].getModel().optimizer.learning_rate
     assert float(np.asarray(lr)) == pytest.approx(0.05)       # one process's
+
+
+@needs_tf
+def test_keras_wrong_params_are_clear_errors(spark, digits, tmp_path):
+    import keras  # noqa: PLC0415
+
+    from horovod.spark.common.store import Store  # noqa: PLC0415
+    from horovod.spark.keras import KerasEstimator  # noqa: PLC0415
+    model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(10)])
+    common = dict(num_proc=NUM_PROC, store=Store.create(str(tmp_path)), feature_cols=["features"],
+                  label_cols=["label"], optimizer=keras.optimizers.SGD(0.1))
+    cases = [
+        (dict(model=model, loss="mse"),
+         r"feature column 'features' has 64 values per row, but its model input has shape \[10\]"),
+        (dict(model=model), "Loss parameter is required"),
+        (dict(model="not a model", loss="mse"), "model has to be an instance of keras.Model"),
+        (dict(model=model, loss="mse", checkpoint_callback=keras.callbacks.Callback()),
+         "checkpoint_callback is not supported"),
+    ]
+    for params, message in cases:
+        with pytest.raises(ValueError, match=message):
+            KerasEstimator(**common, **params).fit(digits[0])
 
 
 # ------------------------------------------------------------------ the example
