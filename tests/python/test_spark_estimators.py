@@ -338,6 +338,17 @@ def test_torch_complete_run_returns_without_training(torch_runs, digits):
     assert model.getHistory() == torch_runs["second"].getHistory()
 
 
+def test_torch_checkpoint_of_another_model_is_a_clear_error(torch_runs, digits):
+    import torch  # noqa: PLC0415
+    est = torch_runs["estimator"].copy()
+    model = torch.nn.Linear(64, 10)
+    est.setModel(model).setOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))
+    est.setBackend(NoTraining()).setEpochs(5)
+    with pytest.raises(ValueError, match="the checkpoint of run 'digits' .* does not fit this "
+                                         "model and optimizer"):
+        est.fit(digits[0])
+
+
 @timeout(150)
 def test_rank_exception_names_the_rank(spark, digits, tmp_path):
     import torch  # noqa: PLC0415

@@ -19,6 +19,7 @@ fit(df), on the Spark driver:
 """
 import abc
 import time
+
 from pyspark.ml import Estimator, Model
 
 from horovod_accel.spark.common import columns as columns_mod
@@ -41,7 +42,7 @@ _MP_START_METHODS = (None, "fork", "spawn", "forkserver")
 
 class HorovodEstimator(Estimator, EstimatorParams):
     """The estimator's flow (module docstring). Subclasses set RUN_ID_PREFIX
-    and UNSUPPORTED ({param: why}) and implement the four hooks below."""
+    and UNSUPPORTED ({param: why}) and implement the hooks below."""
     RUN_ID_PREFIX = "horovod"
     UNSUPPORTED = {}
 
@@ -96,11 +97,8 @@ class HorovodEstimator(Estimator, EstimatorParams):
                              backend.num_processes(), self.getPartitionsPerProcess(),
                              seed=self.getRandomSeed() or 0, verbose=verbose) as data:
             final = self._run(backend, self._data_spec(data, metadata),
-                              self._run_files(store, run_id), checkpoint, metadata)
+                              training.RunFiles.of(store, run_id), checkpoint, metadata)
         return self._to_model(final, run_id, metadata)
-
-    def _run_files(self, store, run_id):
-        return training.RunFiles.of(store, run_id)
 
     def _data_spec(self, data, metadata):
         batch_size = self.getBatchSize()
@@ -144,6 +142,9 @@ class HorovodEstimator(Estimator, EstimatorParams):
         for name in ("val_batch_size", "train_steps_per_epoch", "validation_steps_per_epoch"):
             if self.getOrDefault(name) is not None:
                 _positive(name, self.getOrDefault(name))
+        if (self.getShufflingBufferSize() or 0) < 0:
+            raise ValueError(f"shuffle_buffer_size must be >= 0 (0: no shuffling), got "
+                             f"{self.getShufflingBufferSize()}")
         dataset.check_validation(self.getValidation())
         weights = self.getLossWeights()
         if weights and len(weights) != len(self.getLabelCols()):

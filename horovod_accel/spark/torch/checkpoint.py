@@ -35,12 +35,20 @@ def decode(data):
     return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
 
 
-def load(store, run_id):
-    """The run's Checkpoint in the store, or None if it has none."""
+def load(store, run_id, model, optimizer):
+    """The run's Checkpoint in the store, or None if it has none; ValueError
+    if its state does not fit `model` and `optimizer` (another architecture
+    under the same run_id)."""
     path = posixpath.join(store.get_checkpoint_path(run_id), store.get_checkpoint_filename())
     if not store.exists(path):
         return None
     data = store.read(path)
+    try:
+        restore(model, optimizer, data)
+    except (KeyError, RuntimeError, ValueError) as e:
+        raise ValueError(f"the checkpoint of run {run_id!r} ({path}) does not fit this model and "
+                         f"optimizer: {e}. Resume it with the model it was trained with, or "
+                         "give this fit another run_id") from e
     state = decode(data)
     return Checkpoint(int(state.get("epoch", 0)), list(state.get("history", [])), data)
 

@@ -132,7 +132,7 @@ class TorchEstimator(HorovodEstimator):
         _check_shapes("label_shapes", self.getLabelShapes(), self.getLabelCols(), metadata)
 
     def _load_checkpoint(self, store, run_id):
-        return ckpt_mod.load(store, run_id)
+        return ckpt_mod.load(store, run_id, self.getModel(), self.getOptimizer())
 
     def _run(self, backend, data, run_files, checkpoint, metadata):
         labels = self.getLabelCols()
