@@ -47,7 +47,10 @@ def spark():
         session = (SparkSession.builder.master(f"local[{NUM_PROC}]")
                    .appName("hvda-test-spark-estimators")
                    .config("spark.ui.enabled", "false")
-                   .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+                   .config("spark.ui.showConsoleProgress", "false")
+                   # no pandas here: plain (not Arrow) Python UDFs, without a warning
+                   .config("spark.sql.execution.pythonUDF.arrow.enabled", "false")
+                   .getOrCreate())
         session.sparkContext.setLogLevel("ERROR")
     try:
         yield session
@@ -195,6 +198,14 @@ def test_parquet_in_the_store_and_shards_per_rank(spark, digits, tmp_path):
         val_ids = set(store.get_parquet_dataset(data.val_path).to_table(
             columns=["id"]).column("id").to_pylist())
         assert train_ids | val_ids == all_ids and not train_ids & val_ids
+    # A validation column: its true rows validate, and it is not stored.
+    marked = train_df.withColumn("is_val", train_df.id % 10 == 1)
+    with dataset.prepare(store, marked, infos, "is_val", 2, 1) as data:
+        val = store.get_parquet_dataset(data.val_path).to_table()
+        assert val.column_names == ["id", "features", "label"]
+        assert sorted(val.column("id").to_pylist()) == sorted(
+            r.id for r in marked.filter("is_val").select("id").collect())
+        assert data.train_rows == marked.filter("not is_val").count()
 
 
 def test_wrong_params_are_clear_errors_before_any_data_is_written(spark, digits, tmp_path):
@@ -284,8 +295,8 @@ def torch_runs(spark, digits, tmp_path_factory):
                          optimizer=torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
                          loss=estimator_fns.cross_entropy, metrics=[estimator_fns.accuracy],
                          feature_cols=["features"], label_cols=["label"], validation=0.1,
-                         batch_size=32, epochs=2, run_id="digits", random_seed=1,
-                         partitions_per_process=2, verbose=1)
+                         batch_size=16, backward_passes_per_step=2, epochs=2, run_id="digits",
+                         random_seed=1, partitions_per_process=2, verbose=1)
     with deadline(FIT_TIMEOUT_S, "the torch fits"):
         first = est.fit(train_df)
         out = io.StringIO()
@@ -299,12 +310,25 @@ def torch_runs(spark, digits, tmp_path_factory):
 
 @timeout(180)
 def test_torch_fit_reaches_90_percent_and_transform_adds_predictions(torch_runs, digits):
+    """Evaluated as upstream's example does: renamed output column, argmax
+    UDF, MulticlassClassificationEvaluator."""
+    from pyspark.ml.evaluation import MulticlassClassificationEvaluator  # noqa: PLC0415
+    from pyspark.ml.linalg import VectorUDT  # noqa: PLC0415
+    from pyspark.sql import functions as F  # noqa: PLC0415
+    from pyspark.sql import types as T  # noqa: PLC0415
+
     from horovod.spark.torch import TorchModel  # noqa: PLC0415
-    model = torch_runs["second"]
+    model = torch_runs["second"].copy()
     assert isinstance(model, TorchModel)
     assert model.getRunId() == "digits" and model.getOutputCols() == ["label__output"]
     assert not model.getModel().training
-    accuracy = _accuracy(model, digits[1])
+    pred_df = model.setOutputCols(["label_prob"]).transform(digits[1])
+    assert isinstance(pred_df.schema["label_prob"].dataType, VectorUDT)
+    argmax = F.udf(lambda v: float(np.argmax(v)), returnType=T.DoubleType())
+    pred_df = pred_df.withColumn("label_pred", argmax(pred_df.label_prob))
+    evaluator = MulticlassClassificationEvaluator(predictionCol="label_pred", labelCol="label",
+                                                  metricName="accuracy")
+    accuracy = evaluator.evaluate(pred_df)
     assert accuracy > 0.9, f"held-out accuracy {accuracy:.3f}"
 
 
