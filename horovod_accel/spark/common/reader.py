@@ -74,9 +74,8 @@ class ShardReader:
             p += 1
 
     def _one_pass(self, p):
-        order = range(len(self._slices))
         if not self._buffer_rows:
-            for i in order:
+            for i in range(len(self._slices)):
                 yield self._read(i)
             return
         seed = None if self._seed is None else [self._seed, self._rank, p]
