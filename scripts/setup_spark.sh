@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Horovod on Spark (horovod.spark; tests/python/test_spark_run.py,
-# examples/spark/): Java 17+ on the system and pyspark 4 in .venv.
+# tests/python/test_spark_estimators.py, examples/spark/): Java 17+ on the
+# system; pyspark 4, and for the estimators pyarrow and fsspec, in .venv.
 # Run after scripts/setup.sh (which creates .venv). Idempotent: installs only
 # what is missing; PYSPARK_VERSION picks another pyspark 4.x.
 set -euo pipefail
@@ -30,4 +31,12 @@ if ! .venv/bin/python -c "import sys, pyspark; sys.exit(pyspark.__version__ != '
   echo "==> installing pyspark $PYSPARK_VERSION"
   .venv/bin/pip install -q "pyspark==$PYSPARK_VERSION"
 fi
-echo "==> Spark ready: pyspark $(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)'), Java $(java_major)"
+# The estimators (horovod.spark.torch / keras) read Parquet with pyarrow
+# and reach the store through fsspec.
+for pkg in pyarrow fsspec; do
+  if ! .venv/bin/python -c "import $pkg" >/dev/null 2>&1; then
+    echo "==> installing $pkg"
+    .venv/bin/pip install -q "$pkg"
+  fi
+done
+echo "==> Spark ready: pyspark $(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)'), pyarrow $(.venv/bin/python -c 'import pyarrow; print(pyarrow.__version__)'), Java $(java_major)"
