@@ -30,6 +30,8 @@ command -v cmake >/dev/null 2>&1 || .venv/bin/pip install -q cmake
 MPICC=mpicc.openmpi .venv/bin/pip install -q mpi4py || echo "(mpi4py unavailable: the mpi4py benchmark peer will be skipped)"
 # Cluster integrations: Spark (JDK 17 + pyspark 4).
 bash scripts/setup_spark.sh
+# Ray (horovod.ray).
+bash scripts/setup_ray.sh
 # Kubernetes manifests: kubectl (kustomize v5) and kubernetes-validate.
 bash scripts/setup_kubernetes.sh "$PWD/.venv"
 
