@@ -31,6 +31,9 @@ _SKIP = skip_reason("pyarrow", "fsspec", "torch", "sklearn")
 pytestmark = pytest.mark.skipif(_SKIP is not None, reason=str(_SKIP))
 needs_tf = pytest.mark.skipif(skip_reason("tensorflow") is not None,
                               reason="TensorFlow (Keras 3 backend) is not installed")
+# Keras' own model.save trips numpy 2's copy-keyword DeprecationWarning.
+keras_save_warning = pytest.mark.filterwarnings(
+    "ignore:__array__ implementation doesn't accept a copy keyword:DeprecationWarning")
 
 NUM_PROC = 2
 FIT_TIMEOUT_S = 240
@@ -419,6 +422,7 @@ def keras_runs(spark, digits, tmp_path_factory):
 
 
 @needs_tf
+@keras_save_warning
 @timeout(180)
 def test_keras_fit_reaches_90_percent_and_transform_adds_predictions(keras_runs, digits):
     from horovod.spark.keras import KerasModel  # noqa: PLC0415
@@ -429,6 +433,7 @@ def test_keras_fit_reaches_90_percent_and_transform_adds_predictions(keras_runs,
 
 
 @needs_tf
+@keras_save_warning
 def test_keras_second_fit_resumes_from_the_checkpoint(keras_runs):
     first, second = keras_runs["first"].getHistory(), keras_runs["second"].getHistory()
     assert set(second) == {"loss", "accuracy", "val_loss", "val_accuracy"}
