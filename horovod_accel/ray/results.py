@@ -14,7 +14,7 @@ import threading
 import ray
 
 from horovod_accel.common.exceptions import HorovodInternalError
-from horovod_accel.runner.run_api import RankError
+from horovod_accel.runner.rank_error import RankError
 
 _TAIL_LINES = 12
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -27,37 +27,18 @@ could be pickled), or how it died and its last stderr lines. The launcher's
 fail-fast stops the other ranks within seconds, so a failed job never hangs.
 """
 import os
-import pickle
 import secrets
 import signal
 import sys
 import warnings
 
+from horovod_accel.runner import call_records as records_mod
 from horovod_accel.runner import run_task as task
+from horovod_accel.runner.rank_error import RankError  # noqa: F401 - part of this module's API
 
 
 
-class RankError(RuntimeError):
-    """A rank of a horovod.run job failed.
-
-    rank, hostname: where; how: 'raised ValueError', 'exit code 3', ...;
-    exc_type, message, remote_traceback: the exception func raised on that
-    rank (None when the rank died without one); exception: that exception,
-    unpickled (None if it could not be); stderr_tail: the rank's last stderr
-    lines when it died without an exception.
-    """
-
-    def __init__(self, text, rank, hostname=None, how=None, exc_type=None, message=None,
-                 remote_traceback=None, exception=None, stderr_tail=()):
-        super().__init__(text)
-        self.rank = rank
-        self.hostname = hostname
-        self.how = how
-        self.exc_type = exc_type
-        self.message = message
-        self.remote_traceback = remote_traceback
-        self.exception = exception
-        self.stderr_tail = list(stderr_tail)
+CALLER = "horovod.run"
 
 
 def _check_args(func, num_proc, hosts, hostfile, use_gloo, use_mpi, start_timeout):
@@ -99,87 +80,6 @@ def _launcher_args(num_proc, hosts, hostfile, start_timeout, ssh_port, ssh_ident
     return a
 
 
-def _payload(func, args, kwargs):
-    import cloudpickle  # noqa: PLC0415
-    try:
-        call = cloudpickle.dumps((func, tuple(args), dict(kwargs)))
-    except Exception as e:
-        raise TypeError(f"horovod.run: func and its arguments must be picklable by cloudpickle: "
-                        f"{e}") from e
-    return pickle.dumps((list(sys.path), call))
-
-
-def _read_records(store, size):
-    from horovod_accel.rendezvous.client import StoreTimeoutError  # noqa: PLC0415
-    records = {}
-    for rank in range(size):
-        try:
-            records[rank] = pickle.loads(task.get_blob(store, task.result_key(rank), timeout=0))
-        except StoreTimeoutError:
-            pass
-    return records
-
-
-def _raised_error(rank, hostname, record):
-    _, exc_type, message, tb, blob, _ = record
-    exc = None
-    if blob is not None:
-        try:
-            exc = pickle.loads(blob)
-        except Exception:  # noqa: BLE001 - the text still says what happened
-            exc = None
-    where = f"rank {rank}" + (f" (host {hostname})" if hostname else "")
-    text = (f"horovod.run: {where} raised {exc_type}: {message}\n\n"
-            f"Traceback on {where}:\n{tb.rstrip()}")
-    err = RankError(text, rank, hostname, f"raised {exc_type}", exc_type, message, tb, exc)
-    return err, exc
-
-
-def _died_error(rp, had_result):
-    how = rp.describe_exit()
-    where = f"rank {rp.rank} (host {rp.slot.hostname})"
-    if had_result:
-        text = f"horovod.run: {where} returned its result but then failed with {how}"
-    else:
-        text = f"horovod.run: {where} failed with {how} before returning a result"
-    if how == "signal SIGKILL":
-        text += " (a SIGKILL nobody sent is often the out-of-memory killer; see `dmesg`)"
-    tail = list(rp.err.tail)
-    if tail:
-        text += f"\nlast {len(tail)} line(s) of rank {rp.rank}'s stderr:\n" + \
-            "\n".join(f"    {t}" for t in tail)
-    return RankError(text, rp.rank, rp.slot.hostname, how, stderr_tail=tail)
-
-
-def _first_raised(records):
-    """The rank whose exception was caught first (its record's seq), or None."""
-    raised = [r for r in records if records[r][0] == "error"]
-    return min(raised, key=lambda r: records[r][5]) if raised else None
-
-
-def _results(records, size, hostnames):
-    """The return values in rank order; raises for a missing or bad record."""
-    import cloudpickle  # noqa: F401,PLC0415 - cloudpickled values may need it to load
-    for rank in range(size):
-        rec = records.get(rank)
-        if rec is None:
-            raise RankError(f"horovod.run: rank {rank} exited with code 0 without returning a "
-                            "result (did func call os._exit()?)", rank, hostnames.get(rank),
-                            "exit code 0")
-        if rec[0] == "error":
-            err, exc = _raised_error(rank, hostnames.get(rank), rec)
-            raise err from exc
-    out = []
-    for rank in range(size):
-        try:
-            out.append(pickle.loads(records[rank][1]))
-        except Exception as e:
-            raise RankError(f"horovod.run: the value rank {rank} returned cannot be unpickled "
-                            f"here: {type(e).__name__}: {e}", rank, hostnames.get(rank),
-                            "returned") from e
-    return out
-
-
 def _run_gloo(a, env, payload):
     from horovod_accel.runner import job, launch  # noqa: PLC0415
     from horovod_accel.rendezvous.client import StoreClient  # noqa: PLC0415
@@ -190,16 +90,16 @@ def _run_gloo(a, env, payload):
     secret = secrets.token_hex(32)
     if a.output_filename:
         os.makedirs(a.output_filename, exist_ok=True)
-    hostnames = {s.rank: s.hostname for s in slots}
+    describe = records_mod.by_host({s.rank: s.hostname for s in slots})
     with RendezvousStoreServer(secret, host=bind, verbose=a.verbose) as server, \
             StoreClient("127.0.0.1", server.port, secret, timeout=max(start_timeout, 30)) as store:
-        task.put_blob(store, task.FUNC_KEY, payload)
+        records_mod.store_call(store, payload)
         spec = job.JobSpec(slots=slots, command=a.command, env=env, secret=secret,
                            store_port=server.port, store_addr=store_addr, local_hosts=local,
                            output_dir=a.output_filename, verbose=a.verbose, ssh_port=a.ssh_port,
                            ssh_identity_file=a.ssh_identity_file, start_timeout=start_timeout)
         code, failed, launch_error, signum = job.run_job_outcome(spec)
-        records = _read_records(store, len(slots))
+        records = records_mod.read(store, len(slots))
     if launch_error is not None:
         raise RuntimeError(f"horovod.run: {launch_error}")
     if signum is not None:
@@ -210,14 +110,14 @@ def _run_gloo(a, env, payload):
         # A rank that died without a record (killed, os._exit, a crash) is the
         # cause: the exceptions of the others are its consequences. Else the
         # first exception caught is, even if its rank exited after others.
-        first = _first_raised(records)
+        first = records_mod.first_raised(records)
         if failed.rank not in records or first is None:
-            raise _died_error(failed, failed.rank in records)
-        err, exc = _raised_error(first, hostnames[first], records[first])
+            raise records_mod.died_error(CALLER, failed, describe, failed.rank in records)
+        err, exc = records_mod.raised_error(CALLER, first, describe, records[first])
         raise err from exc
     if code != 0:  # not expected: every non-zero exit names a failed rank
         raise RuntimeError(f"horovod.run: the job failed with exit code {code}")
-    return _results(records, len(slots), hostnames)
+    return records_mod.results(CALLER, records, len(slots), describe)
 
 
 def _run_elastic(a, env, payload):
@@ -229,10 +129,10 @@ def _run_elastic(a, env, payload):
 
     def prepare(server):
         out["store"] = StoreClient("127.0.0.1", server.port, server.secret, timeout=30)
-        task.put_blob(out["store"], task.FUNC_KEY, payload)
+        records_mod.store_call(out["store"], payload)
 
     def collect(driver):
-        return _read_records(out["store"], driver.final_size())
+        return records_mod.read(out["store"], driver.final_size())
 
     try:
         code, driver, records = launch.run_elastic_job(a, env, prepare, collect)
@@ -246,7 +146,7 @@ def _run_elastic(a, env, payload):
                            f"{signal.Signals(driver.signum).name}")
     if code != 0:
         raise RuntimeError(f"horovod.run: {driver.error or f'exit code {code}'}")
-    return _results(records, driver.final_size(), {})
+    return records_mod.results(CALLER, records, driver.final_size(), records_mod.by_host({}))
 
 
 def _run_mpi(a, env, payload):
@@ -261,22 +161,23 @@ def _run_mpi(a, env, payload):
     secret = secrets.token_hex(32)
     with RendezvousStoreServer(secret, host=bind, verbose=a.verbose) as server, \
             StoreClient("127.0.0.1", server.port, secret, timeout=30) as store:
-        task.put_blob(store, task.FUNC_KEY, payload)
+        records_mod.store_call(store, payload)
         env[task.STORE_ENV] = f"{addr}:{server.port}"
         env[task.SECRET_ENV] = secret
         code = mpi_launch.run(a, env)
-        records = _read_records(store, a.num_proc)
+        records = records_mod.read(store, a.num_proc)
     if code != 0:
-        first = _first_raised(records)
+        first = records_mod.first_raised(records)
         if first is not None:
-            err, exc = _raised_error(first, None, records[first])
+            err, exc = records_mod.raised_error(CALLER, first, records_mod.by_host({}),
+                                                records[first])
             raise err from exc
         if code == 130:
             raise KeyboardInterrupt
         missing = [r for r in range(a.num_proc) if r not in records]
         raise RuntimeError(f"horovod.run: mpirun failed with exit code {code}; ranks without a "
                            f"result: {missing or 'none'} (mpirun's output above tells more)")
-    return _results(records, a.num_proc, {})
+    return records_mod.results(CALLER, records, a.num_proc, records_mod.by_host({}))
 
 
 def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=None, slots=None,
@@ -332,7 +233,7 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
     command = [executable or sys.executable, "-m", "horovod_accel.runner.run_task"]
     a = _launcher_args(num_proc, hosts, hostfile, start_timeout, ssh_port, ssh_identity_file,
                        output_filename, verbose, use_mpi, mpi_args, nics, command)
-    payload = _payload(func, args, {} if kwargs is None else kwargs)
+    payload = records_mod.pack_call(CALLER, func, args, {} if kwargs is None else kwargs)
     from horovod_accel.runner.elastic import settings as elastic_settings  # noqa: PLC0415
     a.elastic = elastic_settings.is_elastic(min_num_proc, host_discovery_script)
     if a.elastic:

@@ -16,7 +16,8 @@ import logging
 
 from horovod_accel.runner import job
 from horovod_accel.spark.driver import args as args_mod
-from horovod_accel.spark.driver import placement, records, spark_context
+from horovod_accel.runner import call_records as records
+from horovod_accel.spark.driver import placement, spark_context
 from horovod_accel.spark.driver.service import SparkJobDriver
 
 _log = logging.getLogger("horovod.spark")
@@ -96,12 +97,12 @@ def run(fn, args=(), kwargs={}, num_proc=None, start_timeout=None, use_mpi=None,
         # the others are its consequences); else the first exception caught.
         first = records.first_raised(recs)
         if failed.rank not in recs or first is None:
-            raise records.died_error(RUN, failed, where, failed.rank in recs)
-        err, exc = records.raised_error(RUN, first, where, recs[first])
+            raise records.died_error(RUN, failed, placement.describe(where), failed.rank in recs)
+        err, exc = records.raised_error(RUN, first, placement.describe(where), recs[first])
         raise err from exc
     if code != 0:
         raise RuntimeError(f"{RUN}: the job failed with exit code {code}")
-    return records.results(RUN, recs, num_proc, where)
+    return records.results(RUN, recs, num_proc, placement.describe(where))
 
 
 def run_elastic(fn, args=(), kwargs={}, num_proc=None, min_num_proc=None,  # noqa: B006

@@ -10,6 +10,5 @@ Modules, one purpose each:
   placement.py      static ranks grouped by host
   discovery.py      elastic host discovery fed by the registered tasks
   elastic_job.py    run_elastic's job (horovodrun's elastic driver)
-  records.py        the call and results in the store (horovod.run's format)
   args.py           checks and defaults of the public arguments
 """

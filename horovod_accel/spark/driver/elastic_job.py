@@ -14,7 +14,8 @@ import os
 import signal
 
 from horovod_accel.runner.elastic.driver import ElasticDriver, ElasticSpec
-from horovod_accel.spark.driver import records, spark_context
+from horovod_accel.runner import call_records as records
+from horovod_accel.spark.driver import placement, spark_context
 from horovod_accel.spark.driver.discovery import SparkTaskDiscovery
 from horovod_accel.spark.driver.service import SparkJobDriver
 
@@ -74,11 +75,11 @@ def run(sc, payload, num_proc, min_np, max_np, start_timeout, elastic_timeout, r
     if code != 0:
         first = records.first_raised(recs)
         if first is not None:
-            err, exc = records.raised_error(CALLER, first, where, recs[first])
+            err, exc = records.raised_error(CALLER, first, placement.describe(where), recs[first])
             raise err from exc
         why = driver.error or f"the job failed (exit code {code})"
         if spark_error is not None:  # e.g. a task that used up spark.task.maxFailures
             why += ("\nThe Spark job running the tasks failed first: " +
                     spark_context.describe_spark_error(spark_error))
         raise RuntimeError(f"{CALLER}: {why}")
-    return records.results(CALLER, recs, size, where)
+    return records.results(CALLER, recs, size, placement.describe(where))

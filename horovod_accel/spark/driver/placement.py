@@ -27,3 +27,14 @@ def assign(tasks):
     queue = {names[h]: list(m) for h, m in groups.items()}
     task_of_rank = {s.rank: queue[s.hostname].pop(0)["name"] for s in slots}
     return slots, task_of_rank
+
+
+def describe(where):
+    """call_records' describe() for ranks run in Spark tasks; where:
+    {rank: (task name, host name)}, as far as known."""
+    def describe_rank(rank):
+        task, host = where.get(rank, (None, None))
+        if task is None:
+            return f"rank {rank}", host
+        return f"rank {rank} (Spark task {task} on {host})", host
+    return describe_rank

@@ -23,7 +23,7 @@ import time
 
 from horovod_accel.rendezvous.client import StoreClient
 from horovod_accel.rendezvous.server import RendezvousStoreServer
-from horovod_accel.spark.driver import records as records_mod
+from horovod_accel.runner import call_records as records_mod
 from horovod_accel.spark.driver import spark_context
 from horovod_accel.spark.driver.registry import POLL_S, TaskRegistry
 from horovod_accel.spark.driver.remote_rank import SparkRankLauncher
