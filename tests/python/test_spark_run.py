@@ -12,14 +12,10 @@ fails instead of stalling the suite. Skipped without pyspark or Java
 
 Rank functions live in spark_scripts/rank_fns.py; data is f(rank, index).
 """
-import faulthandler
-import importlib.util
 import io
 import json
 import os
 import re
-import shutil
-import signal
 import sys
 import threading
 import time
@@ -34,65 +30,12 @@ sys.path.insert(0, SCRIPTS)
 import rank_fns  # noqa: E402
 
 
-def _skip_reason():
-    if importlib.util.find_spec("pyspark") is None:
-        return "pyspark is not installed (scripts/setup_spark.sh installs it)"
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
-        return "no Java: pyspark 4 needs JDK 17 or 21 (scripts/setup_spark.sh installs it)"
-    return None
+from spark_testing import hard_timeout, skip_reason, timeout  # noqa: E402,F401
+from spark_testing import stop_jvm as _stop_jvm  # noqa: E402
 
-
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
 
 MASTER = "local-cluster[2,2,1024]"  # 4 task slots; a failed task is retried (maxFailures 4)
-TEST_TIMEOUT_S = 120
-
-
-def timeout(seconds):
-    """Gives a test its own hard timeout (default TEST_TIMEOUT_S)."""
-    def mark(fn):
-        fn.hard_timeout_s = seconds
-        return fn
-    return mark
-
-
-class HardTimeout(BaseException):
-    """Raised in the test's thread when it runs past its timeout (a
-    BaseException, so no `except Exception` on the way swallows it)."""
-
-
-@pytest.fixture(autouse=True)
-def hard_timeout(request):
-    limit = getattr(request.function, "hard_timeout_s", TEST_TIMEOUT_S)
-
-    def expire(signum, frame):
-        raise HardTimeout(f"{request.node.name} ran past its {limit} s timeout")
-
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(limit)
-    faulthandler.dump_traceback_later(limit + 60, exit=True)  # if even the alarm cannot act
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        faulthandler.cancel_dump_traceback_later()
-        signal.signal(signal.SIGALRM, old)
-
-
-def _stop_jvm():
-    """Ends the JVM pyspark started for this process (it exits when its
-    stdin closes), so the rest of the suite does not carry it."""
-    from pyspark import SparkContext  # noqa: PLC0415
-    gateway = SparkContext._gateway  # noqa: SLF001
-    if gateway is None:
-        return
-    gateway.shutdown()
-    proc = getattr(gateway, "proc", None)
-    if proc is not None:
-        proc.stdin.close()
-        proc.wait(timeout=30)
-    SparkContext._gateway = None  # noqa: SLF001
-    SparkContext._jvm = None  # noqa: SLF001
 
 
 @pytest.fixture(scope="module")
