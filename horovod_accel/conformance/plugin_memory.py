@@ -44,13 +44,13 @@ class PluginTensor:
     __slots__ = ("memory", "device", "ptr", "shape", "dtype", "nbytes", "__weakref__")
 
     def __init__(self, memory, device, shape, dtype):
+        self.ptr = 0  # before anything can fail: __del__ frees only what was allocated
         if dtype not in DTYPE_CODES:
             dtype_code(torch.empty(0, dtype=dtype))  # raises the adapter's message
         self.memory, self.device = memory, device
         self.shape = torch.Size(shape)
         self.dtype = dtype
-        self.nbytes = self.shape.numel() * torch.empty(0, dtype=dtype).element_size()
-        self.ptr = 0
+        self.nbytes = self.shape.numel() * dtype.itemsize
         self.ptr = memory.alloc(self.nbytes)
 
     @classmethod
