@@ -49,7 +49,7 @@ bool Controller::has_unsent() const {
 
 Status Controller::ComputeResponseList(std::vector<Request> new_requests,
                                        bool shutdown_requested, ResponseList* out,
-                                       bool locally_idle, bool stuck) {
+                                       bool locally_idle, bool stuck, bool deadlock_end) {
   all_idle_ = false;
   all_stuck_ = false;
   auto now = std::chrono::steady_clock::now();
@@ -59,6 +59,8 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   }
   out->responses.clear();
   out->shutdown = false;
+  out->deadlock_declared = false;
+  out->deadlock_end = false;
 
   const bool new_params = options_.drives_autotune && coordinator_ && options_.tunables &&
                           options_.tunables->HasUpdate();
@@ -70,7 +72,7 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
       p.sent = true;
       to_send.push_back(p.request);
     }
-    HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, stuck, new_params, out));
+    HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, deadlock_end, stuck, new_params, out));
     const std::vector<Response> decided = std::move(out->responses);
     Finish({}, decided, out);
     return Status::OK();
@@ -103,7 +105,7 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   if (coordinator_ && coordinator_->HasWaiting() &&
       now - last_slow_path_ > std::chrono::seconds(1))
     has_uncached = true;
-  bits[0] = (shutdown_requested ? 0 : kNoShutdownBit) | (has_uncached ? 0 : kNoUncachedBit) |
+  bits[0] = (shutdown_requested || deadlock_end ? 0 : kNoShutdownBit) | (has_uncached ? 0 : kNoUncachedBit) |
             (locally_idle && pending_.empty() ? kIdleBit : 0) | (stuck ? kStuckBit : 0) |
             (new_params ? 0 : kNoParamsBit);
   HVDA_RETURN_IF_ERROR(transport_->BitAnd(&bits));
@@ -153,7 +155,7 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   hits.clear();
   for (const Response& h : hit_copies) hits.push_back(&h);
   HVDA_RETURN_IF_ERROR(
-      SlowPath(std::move(to_send), shutdown_requested, stuck, new_params, out));
+      SlowPath(std::move(to_send), shutdown_requested, deadlock_end, stuck, new_params, out));
   const std::vector<Response> decided = std::move(out->responses);
   Finish(std::move(hits), decided, out);
   return Status::OK();
@@ -170,13 +172,14 @@ void Controller::Finish(std::vector<const Response*> parts, const std::vector<Re
     options_.tunables->Record(out->responses, std::chrono::steady_clock::now());
 }
 
-Status Controller::SlowPath(std::vector<Request> to_send, bool shutdown_requested, bool stuck,
-                            bool new_params, ResponseList* out) {
+Status Controller::SlowPath(std::vector<Request> to_send, bool shutdown_requested,
+                            bool deadlock_end, bool stuck, bool new_params, ResponseList* out) {
   last_slow_path_ = std::chrono::steady_clock::now();
   RequestList mine;
   mine.requests = std::move(to_send);
   mine.shutdown = shutdown_requested;
   mine.stuck = stuck;
+  mine.deadlock_end = deadlock_end;
   std::vector<std::string> gathered;
   HVDA_RETURN_IF_ERROR(transport_->Gather(Serialize(mine), &gathered));
   std::string answer;
@@ -212,6 +215,8 @@ Status Controller::SlowPath(std::vector<Request> to_send, bool shutdown_requeste
   out->responses = std::move(decided.responses);
   out->shutdown = decided.shutdown;
   out->shutdown_ranks = std::move(decided.shutdown_ranks);
+  out->deadlock_declared = decided.deadlock_declared;
+  out->deadlock_end = decided.deadlock_end;
   out->joined_count = joined_count_;
   return Status::OK();
 }

@@ -54,8 +54,12 @@ class Controller {
   // stuck: this rank's view of NOTE [Deadlock detection] (coordinator.h);
   // ANDed over the set's ranks into all_stuck(). While every rank says so,
   // the cycle takes the slow path, where the coordinator fails what waits.
+  // deadlock_end (global set): ask every rank to end the generation because
+  // a set of this rank declared a deadlock (NOTE [A deadlock ends the
+  // generation] in coordinator.h); travels like shutdown_requested.
   Status ComputeResponseList(std::vector<Request> new_requests, bool shutdown_requested,
-                             ResponseList* out, bool locally_idle = false, bool stuck = false);
+                             ResponseList* out, bool locally_idle = false, bool stuck = false,
+                             bool deadlock_end = false);
 
   // Whether every rank of the set said `stuck` in the last cycle; identical
   // on every rank.
@@ -83,8 +87,8 @@ class Controller {
   };
 
   // new_params: set-rank 0 of the global set has tuned values to send.
-  Status SlowPath(std::vector<Request> to_send, bool shutdown_requested, bool stuck,
-                  bool new_params, ResponseList* out);
+  Status SlowPath(std::vector<Request> to_send, bool shutdown_requested, bool deadlock_end,
+                  bool stuck, bool new_params, ResponseList* out);
   // Sets out->responses to `parts` (cache hits, borrowed), then the slow
   // path's decided responses, fused with the current threshold (copied: a hit costs
   // its name and shape, not a whole Response); on the tuning rank, feeds

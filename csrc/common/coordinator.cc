@@ -50,7 +50,8 @@ ResponseList Coordinator::Process(const std::vector<RequestList>& lists) {
     const RequestList& l = lists[r];
     out.all_stuck &= l.stuck;
     if (l.shutdown) out.shutdown_ranks.push_back(global_ranks_[r]);
-    out.shutdown |= l.shutdown;
+    out.shutdown |= l.shutdown || l.deadlock_end;
+    out.deadlock_end |= l.deadlock_end;
     for (const auto& r : l.requests) {
       if (r.type == RequestType::kJoin) {
         joined_.insert(r.rank);
@@ -238,6 +239,11 @@ void Coordinator::FailDeadlocked(ResponseList* out) {
   }
   table_.clear();
   order_.clear();
+  out->deadlock_declared = true;
+  if (set_id_ == 0) {  // the global set ends the generation in this very cycle
+    out->deadlock_end = true;
+    out->shutdown = true;
+  }
   if (log_) log_->Log(LogLevel::kError, message);
 }
 

@@ -42,10 +42,24 @@ struct StallOptions {
 //   request can still become ready: readiness only changes when a rank
 //   submits, and no rank is free to submit. The coordinator of each set then
 //   answers every request still waiting with an error that lists, per rank,
-//   the names it submitted. The job goes on working afterwards.
+//   the names it submitted, and the job generation ends (below).
 // Limit: a program whose ranks block one thread in Horovod while another
 // thread computes for longer than the timeout before submitting must raise
 // the timeout (or set it to 0).
+//
+// NOTE [A deadlock ends the generation]: a deadlock means the ranks' programs
+// are out of step (each waits for a different op). Going on would keep them
+// out of step: the next collective of each rank meets another rank's
+// different one, and every later op fails in cascade. So a declared deadlock
+// ends the job generation on every rank, as a shutdown does, and the next
+// hvd.init() (every rank gets the deadlock error first, so every rank knows)
+// starts the next generation with all ranks in step.
+// - The global set's coordinator declares it and ends the generation in the
+//   same cycle (ResponseList::deadlock_end with shutdown).
+// - Another set's declaration reaches only its members
+//   (ResponseList::deadlock_declared): each of them refuses new ops at once
+//   and asks the global set's next cycle to end the generation
+//   (RequestList::deadlock_end), which every rank then ends in that cycle.
 
 class Coordinator {
  public:

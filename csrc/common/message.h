@@ -88,6 +88,9 @@ struct RequestList {
   // Every rank of the job is stuck, as far as this rank knows (NOTE
   // [Deadlock detection] in coordinator.h).
   bool stuck = false;
+  // Global set only: a set of this rank declared a deadlock; the job
+  // generation ends (NOTE [A deadlock ends the generation]).
+  bool deadlock_end = false;
 };
 
 // The tunable settings every rank applies from one cycle on (autotune,
@@ -104,6 +107,12 @@ struct ResponseList {
   bool all_stuck = false;    // every member's RequestList said stuck
   int32_t joined_count = 0;  // ranks joined after this cycle
   std::vector<int64_t> shutdown_ranks;  // global ranks that asked to shut down
+  // This set's coordinator failed its waiting requests for a deadlock this
+  // cycle (NOTE [Deadlock detection] in coordinator.h).
+  bool deadlock_declared = false;
+  // Global set: the generation ends this cycle because of a deadlock (with
+  // `shutdown`; NOTE [A deadlock ends the generation] in coordinator.h).
+  bool deadlock_end = false;
   bool has_params = false;  // global set only: `params` take effect this cycle
   TunedParameters params;
 };

@@ -47,7 +47,7 @@ Runtime::~Runtime() { Shutdown(); }
 
 bool Runtime::GenerationEnded() {
   std::lock_guard<std::mutex> lock(failure_mu_);
-  return initialized_ && !failure_.ok();
+  return initialized_ && (!failure_.ok() || !ending_.ok());
 }
 
 std::string Runtime::GenerationSkew() {
@@ -200,7 +200,9 @@ Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dyna
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
     failure_ = Status::OK();
+    ending_ = Status::OK();
   }
+  deadlock_end_requested_ = false;  // the background thread starts below
   CycleLoopOptions cycle_options;
   cycle_options.inline_cycles = config_.GetBool("HOROVOD_INLINE_CYCLES");
   cycle_options.device_wait_slice_ms = std::max(0.1, config_.GetFloat("HOROVOD_CYCLE_TIME"));

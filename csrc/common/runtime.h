@@ -67,8 +67,9 @@ class Runtime : private CycleHost {
   void Shutdown();
   bool initialized() const { return initialized_; }
   // Initialized, but the background loop of this generation has ended (a
-  // peer shut down, a peer or the transport failed): every op fails until
-  // Shutdown() and Init() start the next generation.
+  // peer shut down, a peer or the transport failed) or is ending (a deadlock
+  // was declared: NOTE [A deadlock ends the generation] in coordinator.h):
+  // every op fails until Shutdown() and Init() start the next generation.
   bool GenerationEnded();
   const Topology& topology() const { return topo_; }
   bool IsHomogeneous() const;
@@ -172,6 +173,14 @@ class Runtime : private CycleHost {
   std::atomic<bool> initialized_{false};
   std::mutex failure_mu_;
   Status failure_;  // set once the background loop died
+  // Set when a set of this rank declared a deadlock and the generation will
+  // end at the global set's next cycle: new ops fail at once with it (NOTE
+  // [A deadlock ends the generation] in coordinator.h). Under failure_mu_.
+  Status ending_;
+  // The global set's next cycle asks to end the generation for a deadlock.
+  // Written by cycles, read by CycleWanted (either may run on a framework
+  // thread: NOTE [Inline cycles]); reset per Init.
+  std::atomic<bool> deadlock_end_requested_{false};
 
   // The background thread and who runs cycles when (NOTE [Inline cycles] in
   // cycle_loop.h); started per Init, stopped by Shutdown. Last member:

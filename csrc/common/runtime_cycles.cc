@@ -9,6 +9,16 @@ namespace hvda {
 
 namespace {
 
+// Why every op of a generation that a deadlock ended fails (NOTE [A deadlock
+// ends the generation] in coordinator.h). The ops that were waiting got the
+// "Deadlock detected" error that names what each rank waited for.
+constexpr const char* kDeadlockEnded =
+    "Horovod's job generation has ended after a detected deadlock (see the \"Deadlock "
+    "detected\" error of the operations that were waiting): the ranks were waiting for "
+    "different collectives, so their programs are out of step. Every operation fails until "
+    "hvd.init() (after hvd.shutdown(), or directly) starts a new generation on every rank, "
+    "which brings them back in step.";
+
 // A live set of this rank with requests not yet answered by negotiation.
 bool Unanswered(const ProcessSetState& ps) {
   return ps.member() && !ps.removed &&
@@ -49,7 +59,7 @@ bool Runtime::CycleWanted(bool* device_busy) {
     if (!ps.member() || ps.removed) continue;
     wanted |= Unanswered(ps) || ps.executor->HasInflight() || ps.controller->PeerMayWait();
   }
-  return wanted;
+  return wanted || deadlock_end_requested_.load();  // a deadlock's end to announce
 }
 
 bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
@@ -69,6 +79,7 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
   for (size_t i = 0; stuck && i < sets.size(); ++i)
     stuck = sets[i]->removed || !sets[i]->controller->has_unsent();
   bool stop = false;
+  bool deadlock_end = false;
   std::vector<int64_t> shutdown_ranks;
   for (ProcessSetState* ps : sets) {
     if (ps->removed) continue;
@@ -78,7 +89,7 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
     const bool is_global = ps->id == 0;
     Status st = ps->controller->ComputeResponseList(
         std::move(reqs), is_global && cycles_.shutdown_requested(), &list,
-        is_global && locally_idle, stuck);
+        is_global && locally_idle, stuck, is_global && deadlock_end_requested_.load());
     if (is_global) {
       *all_idle = ps->controller->all_idle();
       stuck = ps->controller->all_stuck();
@@ -86,6 +97,14 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
     if (!st.ok()) {
       FailEverything(st);
       return false;
+    }
+    if (list.deadlock_declared && !list.deadlock_end) {
+      // NOTE [A deadlock ends the generation] (coordinator.h): refuse new
+      // ops before the deadlock errors below wake anyone, and end the
+      // generation in the global set's next cycle.
+      std::lock_guard<std::mutex> lock(failure_mu_);
+      ending_ = Status::Aborted(kDeadlockEnded);
+      deadlock_end_requested_ = true;
     }
     *progressed |= !list.responses.empty();
     for (const Response& r : list.responses) {
@@ -120,9 +139,13 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
                 (ps->device_executor && ps->device_executor->HasInflight() &&
                  !ps->device_executor->NotifiesCompletion());
     if (is_global && list.shutdown) {
+      // Every rank sees the global set's flag in the same cycle. After a
+      // deadlock every rank still runs this cycle of its other sets, alike,
+      // so their coordinators name what waits there before the end.
       stop = true;
+      deadlock_end = list.deadlock_end;
       shutdown_ranks = list.shutdown_ranks;
-      break;  // every rank sees the global set's flag in the same cycle
+      if (!deadlock_end) break;
     }
   }
   retired_sets_.clear();
@@ -130,14 +153,18 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
     std::string who;
     for (size_t i = 0; i < shutdown_ranks.size(); ++i)
       who += (i ? ", " : "") + std::to_string(shutdown_ranks[i]);
-    FailEverything(Status::Aborted(
-        who.empty()
-            ? "Horovod has been shut down by the stall inspector "
-              "(HOROVOD_STALL_SHUTDOWN_TIME_SECONDS); check the output of every rank."
-            : "Horovod has been shut down: rank " + who +
-                  " called hvd.shutdown() (explicitly, at exit, or after an exception), which "
-                  "ends this job generation and fails its operations. Call hvd.init() to start "
-                  "a new one; check the output of every rank."));
+    if (deadlock_end)
+      FailEverything(Status::Aborted(kDeadlockEnded));
+    else if (who.empty())
+      FailEverything(Status::Aborted("Horovod has been shut down by the stall inspector "
+                                     "(HOROVOD_STALL_SHUTDOWN_TIME_SECONDS); check the output of "
+                                     "every rank."));
+    else
+      FailEverything(Status::Aborted(
+          "Horovod has been shut down: rank " + who +
+          " called hvd.shutdown() (explicitly, at exit, or after an exception), which ends this "
+          "job generation and fails its operations. Call hvd.init() to start a new one; check "
+          "the output of every rank."));
     return false;
   }
   return true;

@@ -64,14 +64,16 @@ Status Runtime::EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work) {
 
 // ops[0..n) -> entries[0..n) (default-constructed), queued as one group. On
 // success each entry keeps only its Work (TensorQueue::Add took the rest); on
-// a refusal nothing is queued. After a failure of the job, every op gets a
-// Work already failed with that error.
+// a refusal nothing is queued. After a failure of the job, or once the
+// generation is ending (NOTE [A deadlock ends the generation] in
+// coordinator.h), every op gets a Work already failed with that error.
 Status Runtime::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n) {
   HVDA_RETURN_IF_ERROR(CheckInitialized());
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
-    if (!failure_.ok()) {
-      for (size_t i = 0; i < n; ++i) entries[i].work = FailedWork(failure_);
+    if (!failure_.ok() || !ending_.ok()) {
+      const Status& why = failure_.ok() ? ending_ : failure_;
+      for (size_t i = 0; i < n; ++i) entries[i].work = FailedWork(why);
       return Status::OK();
     }
   }
@@ -103,6 +105,11 @@ std::shared_ptr<Work> Runtime::EnqueueJoin(int device) {
   e.request.device = device;
   e.work = std::make_shared<Work>(activity_);
   e.work->SetDriver(cycles_.work_driver());
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    if (initialized_ && (!failure_.ok() || !ending_.ok()))
+      return FailedWork(failure_.ok() ? ending_ : failure_);
+  }
   std::vector<TensorEntry> v;
   std::shared_ptr<Work> w = e.work;
   {

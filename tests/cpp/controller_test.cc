@@ -279,6 +279,49 @@ TEST_P(ControllerTest, DeadlockFailsWaitingRequestsOnlyWhenEveryRankIsStuck) {
   }
 }
 
+// NOTE [A deadlock ends the generation]: the cycle whose coordinator declares
+// a deadlock says so on every member (deadlock_declared); the global set's
+// ends the generation in that cycle (shutdown + deadlock_end, no shutdown
+// rank), another set's only declares it. A rank's RequestList::deadlock_end
+// then ends the generation on every rank in the next cycle.
+TEST_P(ControllerTest, DeclaredDeadlockEndsTheGenerationOnEveryRank) {
+  const int size = world();
+  const std::string kind = transport();
+  if (size < 2) GTEST_SKIP() << "a lone rank's request is always complete";
+  for (int set_id : {0, 3}) {
+    std::vector<int> declared(size, 0), ended(size, 0), ranks_named(size, 0);
+    std::vector<int> ended_by_request(size, 0), ranks_named_by_request(size, 0);
+    RunRanks(size, [&](int rank, int n, Store* store) {
+      ControllerOptions opts;
+      opts.process_set_id = set_id;
+      Rank me;
+      MakeRank(kind, rank, n, store, opts, &me);
+      std::vector<Request> reqs{Req(rank, "only_" + std::to_string(rank), {1})};
+      for (int cycle = 0; cycle < 50 && !declared[rank]; ++cycle) {
+        ResponseList l;
+        ASSERT_TRUE(me.controller->ComputeResponseList(reqs, false, &l, false, true).ok());
+        reqs.clear();
+        declared[rank] = l.deadlock_declared;
+        ended[rank] = l.deadlock_end && l.shutdown;
+        ranks_named[rank] = static_cast<int>(l.shutdown_ranks.size());
+      }
+      // Only the last rank asks; every rank ends, and nobody called shutdown.
+      ResponseList l;
+      ASSERT_TRUE(me.controller->ComputeResponseList({}, false, &l, false, false,
+                                                     /*deadlock_end=*/rank == n - 1).ok());
+      ended_by_request[rank] = l.deadlock_end && l.shutdown;
+      ranks_named_by_request[rank] = static_cast<int>(l.shutdown_ranks.size());
+    });
+    for (int r = 0; r < size; ++r) {
+      EXPECT_TRUE(declared[r]) << "set " << set_id << " rank " << r;
+      EXPECT_EQ(ended[r], set_id == 0 ? 1 : 0) << "set " << set_id << " rank " << r;
+      EXPECT_EQ(ranks_named[r], 0) << "rank " << r;
+      EXPECT_TRUE(ended_by_request[r]) << "set " << set_id << " rank " << r;
+      EXPECT_EQ(ranks_named_by_request[r], 0) << "rank " << r;
+    }
+  }
+}
+
 // The idle bit is ANDed: all_idle() only when every rank reported idle, and
 // then identically everywhere.
 TEST_P(ControllerTest, AllIdleOnlyWhenEveryRankIsIdle) {

@@ -135,12 +135,13 @@ TEST(Message, RequestListBytesArePinned) {
 #endif
   RequestList l;
   l.stuck = true;
+  l.deadlock_end = true;
   Request r = MakeRequest("ab", {3}, RequestType::kBroadcast);
   r.rank = 1;
   r.root_rank = 0;
   r.postscale = 2.0;
   l.requests = {r};
-  const std::string expected = std::string("02")   // flags: stuck
+  const std::string expected = std::string("06")   // flags: stuck, deadlock_end
                                + "0100000000000000"  // one request
                                + "01000000"          // rank 1
                                + "02000000"          // BROADCAST
@@ -163,6 +164,7 @@ TEST(Message, ResponseListBytesArePinned) {
   ResponseList l;
   l.shutdown = true;
   l.has_params = true;
+  l.deadlock_end = true;
   l.params.fusion_threshold_bytes = 64;
   l.params.cycle_time_ms = 0.5;
   l.joined_count = 1;
@@ -171,7 +173,7 @@ TEST(Message, ResponseListBytesArePinned) {
   r.type = ResponseType::kError;
   r.error = "e";
   l.responses = {r};
-  const std::string expected = std::string("05")                        // flags: shutdown, params
+  const std::string expected = std::string("15")                        // flags: shutdown, params, deadlock_end
                                + "01000000"                             // joined_count 1
                                + "0100000000000000" + "0200000000000000"  // shutdown_ranks {2}
                                + "4000000000000000"                     // fusion threshold 64
@@ -193,6 +195,7 @@ TEST(Message, ResponseListBytesArePinned) {
   ResponseList back;
   ASSERT_TRUE(Deserialize(Serialize(l), &back).ok());
   EXPECT_TRUE(back.shutdown && back.has_params && !back.all_stuck);
+  EXPECT_TRUE(back.deadlock_end && !back.deadlock_declared);
   EXPECT_EQ(back.params.fusion_threshold_bytes, 64);
   EXPECT_EQ(back.params.cycle_time_ms, 0.5);
   EXPECT_EQ(back.shutdown_ranks, (std::vector<int64_t>{2}));

@@ -18,7 +18,9 @@ on timing:
   rejected   a rank's unnamed op is rejected at enqueue (ValueError): it
              consumes no number, so the next unnamed ops still match
   deadlock   disjoint names on every rank: every rank gets the deadlock error
-             naming them (HOROVOD_DEADLOCK_TIMEOUT_SECONDS is set small)
+             naming them (HOROVOD_DEADLOCK_TIMEOUT_SECONDS is set small); the
+             generation has ended, so the next op fails and the tearDown
+             barrier raises, and the next init() starts a new generation
   peer_shutdown  rank 0 shuts down while the others wait on an op: they get
              the shutdown error naming rank 0, their tearDown barrier fails
              (so they never call shutdown) and the next init() still starts
@@ -149,9 +151,10 @@ def scenario_deadlock(rank, size, c):
                what="disjoint names")
     waited = time.monotonic() - t0
     check(waited < 10, f"deadlock reported after {waited:.1f} s: {e}")
-    check_equal(hvd.allreduce(torch.ones(2), op=hvd.Sum, name="after_deadlock"),
-                torch.full((2,), float(size)), "allreduce after the deadlock error")
-    return "ok"
+    raises(hvd.HorovodInternalError, hvd.allreduce, torch.ones(2), name="after_deadlock",
+           contains=("ended after a detected deadlock", "hvd.init()"),
+           what="allreduce after the deadlock error")
+    return "ended"
 
 
 def scenario_peer_shutdown(rank, size, c):
@@ -189,9 +192,9 @@ for cycle in range(CYCLES):
     check(size >= 2, "cycles.py needs at least 2 ranks")
     scenario = SCENARIOS[cycle % len(SCENARIOS)]
     result = scenario(rank, size, cycle)
-    # After a peer's shutdown the tearDown barrier fails on every rank (rank 0
-    # is not initialized any more: ValueError; the others' generation has
-    # ended: HorovodInternalError); normalize to "failed".
+    # After a peer's shutdown or a deadlock the tearDown barrier fails on
+    # every rank (rank 0 is not initialized any more: ValueError; an ended
+    # generation: HorovodInternalError); normalize to "failed".
     td = tear_down()
     outcomes.append((cycle, scenario.__name__, result, "clean" if td == "clean" else "failed"))
 
@@ -200,7 +203,9 @@ every = hvd.allgather_object(outcomes)
 for r, theirs in enumerate(every):
     check(theirs == outcomes, f"rank {r} ended the cycles differently: {theirs} vs {outcomes}")
 failed_teardowns = sum(1 for o in outcomes if o[3] != "clean")
-check(failed_teardowns == CYCLES // len(SCENARIOS),  # peer_shutdown is the last scenario
+ending = ("scenario_deadlock", "scenario_peer_shutdown")  # they end their generation
+check(failed_teardowns == sum(1 for o in outcomes if o[1] in ending) and
+      all(o[3] != "clean" for o in outcomes if o[1] in ending),
       f"unexpected tearDown failures: {outcomes}")
 hvd.shutdown()
 done("cycles", cycles=CYCLES)
