@@ -50,6 +50,8 @@ bool Runtime::GenerationEnded() {
   return initialized_ && (!failure_.ok() || !ending_.ok());
 }
 
+bool Runtime::GenerationEndTold() { return GenerationEnded() && end_->told(); }
+
 std::string Runtime::GenerationSkew() {
   std::string out;
   if (config_.GetInt("_HOROVOD_ELASTIC_ROUND") > 0) return out;
@@ -86,6 +88,9 @@ bool Runtime::IsHomogeneous() const {
 Status Runtime::Init(const std::vector<std::vector<int>>& static_sets, bool dynamic,
                      const std::vector<std::string>& plugin_paths) {
   if (initialized_) return Status::OK();
+  // Before any Work of this generation exists (initialized_ is false, so no
+  // op is accepted meanwhile).
+  end_ = std::make_shared<GenerationEnd>();
   HVDA_RETURN_IF_ERROR(Config::FromEnvironment(&config_));
   HVDA_RETURN_IF_ERROR(CheckGpuOperations(config_));  // common/util/config.h
   log_ = Logger(ParseLogLevel(config_.GetString("HOROVOD_LOG_LEVEL")),

@@ -22,6 +22,7 @@
 
 #include "common/accelerators.h"
 #include "common/activity_tracker.h"
+#include "common/generation_end.h"
 #include "common/autotune/parameter_manager.h"
 #include "common/backend_selection.h"
 #include "common/cycle_loop.h"
@@ -71,6 +72,11 @@ class Runtime : private CycleHost {
   // was declared: NOTE [A deadlock ends the generation] in coordinator.h):
   // every op fails until Shutdown() and Init() start the next generation.
   bool GenerationEnded();
+  // GenerationEnded(), and this rank's program has been told so: a failure
+  // of one of its ops, completed after the end began, was delivered to it
+  // (NOTE [Told of the end] in generation_end.h). init() starts the next
+  // generation only then.
+  bool GenerationEndTold();
   const Topology& topology() const { return topo_; }
   bool IsHomogeneous() const;
 
@@ -171,6 +177,10 @@ class Runtime : private CycleHost {
   std::vector<std::unique_ptr<ProcessSetState>> retired_sets_;
 
   std::atomic<bool> initialized_{false};
+  // This generation's end, shared with its Works (made per Init; NOTE [Told
+  // of the end]). Begun, under failure_mu_, before failure_ or ending_ is
+  // set.
+  std::shared_ptr<GenerationEnd> end_ = std::make_shared<GenerationEnd>();
   std::mutex failure_mu_;
   Status failure_;  // set once the background loop died
   // Set when a set of this rank declared a deadlock and the generation will

@@ -98,13 +98,16 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
       FailEverything(st);
       return false;
     }
-    if (list.deadlock_declared && !list.deadlock_end) {
-      // NOTE [A deadlock ends the generation] (coordinator.h): refuse new
-      // ops before the deadlock errors below wake anyone, and end the
-      // generation in the global set's next cycle.
+    if (list.deadlock_declared) {
+      // NOTE [A deadlock ends the generation] (coordinator.h): before the
+      // deadlock errors below wake anyone, the generation is ending (new
+      // ops are refused, init() starts the next one: the errors are news of
+      // the end, NOTE [Told of the end]). The global set ends it in this
+      // cycle, another set in the global set's next one.
       std::lock_guard<std::mutex> lock(failure_mu_);
+      end_->Begin();
       ending_ = Status::Aborted(kDeadlockEnded);
-      deadlock_end_requested_ = true;
+      if (!list.deadlock_end) deadlock_end_requested_ = true;
     }
     *progressed |= !list.responses.empty();
     for (const Response& r : list.responses) {
@@ -174,6 +177,7 @@ void Runtime::FailEverything(const Status& st) {
   Status failure = st;
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
+    end_->Begin();  // before any op fails for it
     if (failure_.ok()) failure_ = st;
     failure = failure_;
   }

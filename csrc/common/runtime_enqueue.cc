@@ -6,8 +6,10 @@
 namespace hvda {
 namespace {
 
-std::shared_ptr<Work> FailedWork(const Status& st) {
-  auto w = std::make_shared<Work>();
+// end: the generation whose end st reports (its failure then tells it when
+// delivered), or null.
+std::shared_ptr<Work> FailedWork(const Status& st, std::shared_ptr<GenerationEnd> end = nullptr) {
+  auto w = std::make_shared<Work>(nullptr, std::move(end));
   w->Complete(st);
   return w;
 }
@@ -18,7 +20,7 @@ Status Runtime::BuildEntry(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e) 
   HVDA_RETURN_IF_ERROR(BuildRequest(&a, *ps, &e->request));
   e->input = a.input;
   e->output = a.output;
-  e->work = std::make_shared<Work>(activity_);
+  e->work = std::make_shared<Work>(activity_, end_);
   e->work->SetDriver(cycles_.work_driver());
   if (a.device >= 0) HVDA_RETURN_IF_ERROR(RecordReady(a, e));
   return Status::OK();
@@ -73,7 +75,7 @@ Status Runtime::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n)
     std::lock_guard<std::mutex> lock(failure_mu_);
     if (!failure_.ok() || !ending_.ok()) {
       const Status& why = failure_.ok() ? ending_ : failure_;
-      for (size_t i = 0; i < n; ++i) entries[i].work = FailedWork(why);
+      for (size_t i = 0; i < n; ++i) entries[i].work = FailedWork(why, end_);
       return Status::OK();
     }
   }
@@ -103,12 +105,12 @@ std::shared_ptr<Work> Runtime::EnqueueJoin(int device) {
   e.request.type = RequestType::kJoin;
   e.request.name = "__join__";
   e.request.device = device;
-  e.work = std::make_shared<Work>(activity_);
+  e.work = std::make_shared<Work>(activity_, end_);
   e.work->SetDriver(cycles_.work_driver());
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
     if (initialized_ && (!failure_.ok() || !ending_.ok()))
-      return FailedWork(failure_.ok() ? ending_ : failure_);
+      return FailedWork(failure_.ok() ? ending_ : failure_, end_);
   }
   std::vector<TensorEntry> v;
   std::shared_ptr<Work> w = e.work;

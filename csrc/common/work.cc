@@ -45,8 +45,16 @@ bool Work::Wait(double timeout_seconds) const {
 }
 
 Status Work::status() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return status_;
+  std::unique_lock<std::mutex> lock(mu_);
+  Status st = status_;
+  const bool news = done_ && news_of_end_;
+  lock.unlock();
+  Delivered(news);
+  return st;
+}
+
+void Work::Delivered(bool news_of_end) const {
+  if (news_of_end) end_->NoteTold();  // news_of_end_ implies end_
 }
 
 void Work::OnComplete(std::function<void(const Status&)> cb) {
@@ -56,22 +64,27 @@ void Work::OnComplete(std::function<void(const Status&)> cb) {
     return;
   }
   Status st = status_;
+  const bool news = news_of_end_;
   lock.unlock();
+  Delivered(news);
   cb(st);
 }
 
 void Work::Complete(Status st) {
   std::vector<std::function<void(const Status&)>> cbs;
+  bool news;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;
     done_ = true;
     status_ = st;
+    news_of_end_ = news = !st.ok() && end_ && end_->began();
     cbs.swap(callbacks_);
   }
   // Before waking the waiters, so they are never seen blocked after it.
   if (tracker_) tracker_->NoteActivity();
   cv_.notify_all();
+  if (!cbs.empty()) Delivered(news);
   for (auto& cb : cbs) cb(st);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/activity_tracker.h"
+#include "common/generation_end.h"
 #include "common/device_buffer.h"
 #include "common/dtype.h"
 #include "common/name_reservations.h"
@@ -54,7 +55,12 @@ class Work {
  public:
   Work() = default;
   // tracker: told about waits on and completion of this op (may be null).
-  explicit Work(std::shared_ptr<ActivityTracker> tracker) : tracker_(std::move(tracker)) {}
+  // end: this op's generation (may be null): a failure completed after the
+  // generation began to end tells it when delivered (status(), OnComplete
+  // callbacks; NOTE [Told of the end] in generation_end.h).
+  explicit Work(std::shared_ptr<ActivityTracker> tracker,
+                std::shared_ptr<GenerationEnd> end = nullptr)
+      : tracker_(std::move(tracker)), end_(std::move(end)) {}
 
   bool IsCompleted() const;
   // Blocks until completion; timeout_seconds < 0 waits forever. Returns false
@@ -65,10 +71,11 @@ class Work {
   // Set once, at enqueue, before the Work is shared. Weak: a Work may
   // outlive its Runtime (Python keeps handles after shutdown).
   void SetDriver(std::weak_ptr<WorkDriver> driver) { driver_ = std::move(driver); }
-  // The outcome; meaningful once IsCompleted().
+  // The outcome; meaningful once IsCompleted(). Call it to deliver the
+  // outcome to the program (it may tell the generation of its end).
   Status status() const;
   // Runs cb(status) on completion (on the completing thread), or at once if
-  // already complete. cb must not block.
+  // already complete; cb delivers the outcome, as status(). cb must not block.
   void OnComplete(std::function<void(const Status&)> cb);
 
   // Called once by the background thread, after setting the results below.
@@ -94,8 +101,14 @@ class Work {
  private:
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
+  // Delivering a failure that completed after the generation began to end
+  // tells the generation (news_of_end_ is set by Complete).
+  void Delivered(bool failed) const;
+
   std::shared_ptr<ActivityTracker> tracker_;
+  std::shared_ptr<GenerationEnd> end_;
   std::weak_ptr<WorkDriver> driver_;
+  bool news_of_end_ = false;  // under mu_: failed after end_ began
   NameReservation reservation_;
   bool done_ = false;
   Status status_;

@@ -86,6 +86,9 @@ void BindRuntime(py::module_& m) {
       .def("is_initialized", &Runtime::initialized)
       .def("generation_ended", &Runtime::GenerationEnded,
            "True once the job of this generation ended under this rank (see Runtime).")
+      .def("generation_end_told", &Runtime::GenerationEndTold,
+           "generation_ended(), and a failure that reports it reached this rank's program "
+           "(NOTE [Told of the end] in common/generation_end.h).")
       .def("rank", [](const Runtime& rt) { return Topo(rt).rank; })
       .def("size", [](const Runtime& rt) { return Topo(rt).size; })
       .def("local_rank", [](const Runtime& rt) { return Topo(rt).local_rank; })

@@ -50,8 +50,11 @@ class HorovodBasics:
         MPI, MPICH) without them, from MPI (horovod_accel.common.mpi.bootstrap).
         Idempotent while initialized (process sets given again are bound to the
         already registered sets with the same ranks). Registers shutdown() with
-        atexit. After shutdown(), or once the job ended under this rank (a
-        peer shut down or failed), init() starts a new job generation.
+        atexit. After shutdown(), or once this rank was told that its job
+        generation ended (an op of it raised the error of a peer's shutdown,
+        a failure or a deadlock), init() starts a new job generation; until
+        told, init() is a no-op whenever the news arrives (NOTE [Told of the
+        end] in csrc/common/generation_end.h).
         Raises ValueError for bad arguments/settings, RuntimeError if the ranks
         cannot connect or MPI cannot be used.
         """
@@ -69,10 +72,11 @@ class HorovodBasics:
         _ps._check_process_set_list(process_sets)
         self._check_comm(comm, None)
         rt = DEFAULT_RUNTIME.runtime()
-        if rt.generation_ended():
-            # A peer shut down (or failed) and this rank never called
-            # shutdown() (e.g. its tearDown raised first): finish that
-            # generation here, so this init starts the next one with them.
+        if rt.generation_end_told():
+            # A peer shut down (or failed, or a deadlock ended the
+            # generation), this rank's program was told by an op's error and
+            # never called shutdown() (e.g. its tearDown raised first): finish
+            # that generation here, so this init starts the next one with them.
             self.shutdown()
         if not rt.is_initialized():
             self._mpi_bootstrap(comm)

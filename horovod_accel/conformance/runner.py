@@ -9,7 +9,9 @@ Per case, every rank:
    case, and the exchange keeps the ranks in step: a rank whose case failed
    before it submitted a collective waits here, the others' case op then
    fails (deadlock detection), they arrive here too, and the exchange is
-   retried under the same name until everyone meets. One rank's failure
+   retried under the same name until everyone meets; a deadlock ends the
+   job generation, so each rank first re-initializes Horovod with the
+   suite's process sets (docs/design/never_hang.md). One rank's failure
    cannot shift the names of the later cases. On an accelerator the vector
    also carries, per rank, the collectives the device plugin ran during
    the case and the elements the rank put on the device: a case that
@@ -30,6 +32,7 @@ import traceback
 
 import torch
 
+from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.conformance.cases import Ctx, build_cases, process_set_ranks
 
 SKIP, PASS, UNSUPPORTED, FAIL = 0, 1, 2, 3
@@ -161,6 +164,18 @@ def init_horovod(hvd):
     return sets, "; ".join(described)
 
 
+def realigner(hvd, ctx):
+    """After a deadlock (a rank failed a case before submitting its op) the
+    job generation has ended on every rank, and each was told by an op's
+    error: start the next one, with the suite's process sets registered
+    again (NOTE [A deadlock ends the generation] in csrc/common/coordinator.h).
+    A no-op while the generation lives."""
+    def realign():
+        if DEFAULT_RUNTIME.is_initialized() and DEFAULT_RUNTIME.runtime().generation_end_told():
+            ctx.process_sets, _ = init_horovod(hvd)
+    return realign
+
+
 def _one_line(text):
     text = " ".join(str(text).split())
     return text if len(text) <= DETAIL_MAX_CHARS else text[:DETAIL_MAX_CHARS - 3] + "..."
@@ -191,10 +206,10 @@ class SyncLost(Exception):
     pass
 
 
-def exchange_status(hvd, case, status, calls=0, elements=0):
+def exchange_status(hvd, case, status, calls=0, elements=0, realign=lambda: None):
     """Every rank's (status, plugin calls, device elements) for the case (a
     list indexed by rank), through an allreduce of CPU tensors, retried
-    under the same name (see module doc)."""
+    under the same name (see module doc); realign() runs before each retry."""
     error = None
     for _ in range(SYNC_ATTEMPTS):
         vec = torch.zeros(hvd.size(), 3, dtype=torch.int64)
@@ -204,6 +219,7 @@ def exchange_status(hvd, case, status, calls=0, elements=0):
             return [tuple(row) for row in out.tolist()]
         except Exception as e:  # noqa: BLE001
             error = e
+            realign()
     raise SyncLost(f"the status exchange after case {case.name} failed {SYNC_ATTEMPTS} times: "
                    f"{_one_line(error)}")
 
@@ -350,6 +366,7 @@ def main(argv=None):
     for i, c in enumerate(cases):
         c.index = i
     ctx = Ctx(ops, device, sets, self_test_fail=args.self_test_fail)
+    realign = realigner(hvd, ctx)
     if rank == 0:
         print(f"conformance: device {args.device} ({device} on rank 0), {size} "
               f"rank{'s' if size != 1 else ''}, process sets: {sets_text}; {len(cases)} cases "
@@ -373,7 +390,7 @@ def main(argv=None):
         if detail is not None:
             details[case.index] = (status, detail)
         try:
-            rows = exchange_status(hvd, case, status, calls, ctx.device_elements)
+            rows = exchange_status(hvd, case, status, calls, ctx.device_elements, realign)
         except SyncLost as e:
             lost = (case, str(e))
             break

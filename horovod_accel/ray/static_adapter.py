@@ -12,9 +12,10 @@ the ObjectRefs without waiting.
 NOTE [A failed call ends the job]
 When a rank's call fails, its Horovod job is over, as when a horovodrun rank
 exits: the failed rank shut Horovod down, and its peers' init() calls are
-no longer in step (a peer whose hvd.init() comes after that shutdown starts
-a new generation that the failed rank's *next* call would join, one call
-out of step, for good). So the job is re-formed before the next call: every
+no longer in step (the failed rank's next call starts a new generation at
+its hvd.init(), while a peer's next call first fails on the ended one: NOTE
+[Told of the end]; the peer would join one call late, for good). So the job
+is re-formed before the next call: every
 actor is replaced by a new one in the same placement-group bundle (same
 node, same rank order), with a new store and secret, and the executable is
 created anew. Calls that succeed never re-form anything; run_remote's

@@ -6,8 +6,9 @@ real launcher, each under a hard timeout:
   allgather / broadcast / object ops, one-sided rejections, deadlocks and a
   peer's shutdown; every cycle ends the same on every rank;
 - deadlock detection: disjoint names fail on every rank within 10 s, naming
-  every rank's pending tensors; a peer that is merely slow (30 s) never
-  triggers it.
+  every rank's pending tensors, and end the generation; a peer that is
+  merely slow (30 s) never triggers it;
+- init() after a peer's shutdown() does the same whatever the delays.
 (Faults — killed, frozen or vanished ranks — are in test_faults.py; the
 mismatch fuzz in test_mismatch_fuzz.py.)
 """
@@ -55,6 +56,14 @@ def test_slow_peer_is_not_a_deadlock():
     r = horovodrun_script(3, SCRIPTS / "deadlock.py", "slow_peer", timeout=180)
     assert_ok(r, "deadlock slow_peer", 3)
     assert "Deadlock" not in r.stdout + r.stderr, _tail(r)
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_init_after_a_peers_shutdown_does_not_depend_on_timing(np_):
+    # NOTE [Told of the end]: 8 rounds with the other ranks' init() before,
+    # about when and long after the news of rank 1's shutdown.
+    r = horovodrun_script(np_, SCRIPTS / "told_of_end.py", 8, timeout=180)
+    assert_ok(r, "told_of_end", np_)
 
 
 def test_ranks_at_different_init_generations_get_a_clear_error(tmp_path):

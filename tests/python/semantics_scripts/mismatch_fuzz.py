@@ -26,8 +26,9 @@ coordinator's sentence naming the core tensor name, the lowest rank and the
 first rank that differs from it (always a deviating one) with both values;
 for deadlocks, the message names the tensor, the process set and lists, per
 rank of the set, exactly the tensors that rank submitted. Inputs are left
-unchanged; bystanders complete with exact results. After every trial a
-healthy allreduce gives an exact result, and now and then every mismatched
+unchanged; bystanders complete with exact results. A deadlock ends the
+generation: the next op fails at once and init() starts the next one. After
+every trial a healthy allreduce gives an exact result, and now and then every mismatched
 name is reused consistently (its name was released by the failed
 synchronize; names from a small pool also hit the response cache).
 
@@ -46,7 +47,7 @@ import torch
 
 import horovod.torch as hvd
 from horovod_accel.torch import ops_allreduce, ops_alltoall, ops_gather
-from _sem_common import check, check_equal, done
+from _sem_common import check, check_equal, done, raises
 
 TARGET = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 SEED = int(sys.argv[2]) if len(sys.argv) > 2 else 20261123
@@ -664,6 +665,15 @@ def healthy(i):
                             f"healthy allreduce on set {key} after trial {i}")
 
 
+def realign(i):
+    """After a deadlock the generation has ended (NOTE [A deadlock ends the
+    generation] in csrc/common/coordinator.h): every op fails at once until
+    init() starts the next generation, with every rank in step."""
+    raises(hvd.HorovodInternalError, hvd.allreduce, torch.ones(1), name=f"late{i}",
+           contains=("ended after a detected deadlock",), what=f"allreduce after trial {i}")
+    hvd.init(process_sets=[ps01, ps12] if ps01 is not None else None)
+
+
 CHEAP_KINDS = ["op", "dtype", "shape", "root", "reduce_op", "scale"]
 POOL = [f"pool{k}" for k in range(16)]
 deadlock_queue = [k for k, n in DEADLOCK_QUOTA.items() for _ in range(n)]
@@ -713,6 +723,7 @@ while mismatches < TARGET or deadlock_queue:
     errors_seen += run_ops(plans, salt, f"trial {i}")
     if is_deadlock_trial:
         deadlock_time += time.monotonic() - t0
+        realign(i)
     healthy(i)
     if rng.random() < 0.25:
         # The failed names were released: reuse them consistently.
