@@ -44,7 +44,8 @@ const std::vector<ConfigOption>& ConfigOptions() {
       {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", ConfigType::kFloat, "0",
        "shut down when a tensor waits this long (0: never)"},
       {"HOROVOD_DEADLOCK_TIMEOUT_SECONDS", ConfigType::kFloat, "5",
-       "fail pending ops when every rank has waited this long and none can complete; 0: never"},
+       "fail pending ops when every rank has waited this long and none can complete, and end "
+       "the job generation (the next `init()` starts one in step); 0: never"},
       {"HOROVOD_DYNAMIC_PROCESS_SETS", ConfigType::kBool, "0", "allow add/remove_process_set"},
       {"HOROVOD_LOG_LEVEL", ConfigType::kString, "WARNING", "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL"},
       {"HOROVOD_LOG_HIDE_TIME", ConfigType::kBool, "0", "omit timestamps in log lines"},
