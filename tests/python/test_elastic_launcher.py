@@ -166,6 +166,23 @@ def test_fixed_hosts_fault_tolerance_with_gloo_data_plane(tmp_path):
     assert list(job.sizes_per_step().values()) == [2, 2, 1, 1, 1]
 
 
+def test_deadlock_resets_and_the_batch_runs_again(tmp_path):
+    """A collective only rank 1 submits: deadlock detection fails every
+    rank's op and ends the generation (a HorovodInternalError), so
+    hvd.elastic.run restores the last commit and the same two workers run
+    the batch again in the next round."""
+    sched = {"epochs": 1, "batches": 4, "events": [
+        {"epoch": 0, "batch": 2, "rank": 1, "do": "deadlock"}]}
+    job = run_elastic(tmp_path, "localhost:1\n127.0.0.1:1", sched, "-np", 2, "--min-np", 2,
+                      env={"HOROVOD_DEADLOCK_TIMEOUT_SECONDS": "1"})
+    assert job.r.returncode == 0, tail(job.r)
+    job.check_sums()
+    assert list(job.sizes_per_step().values()) == [2, 2, 2, 2]
+    rounds = job.rounds()
+    assert len(rounds) == 2 and all(size == 2 for size, _ in rounds.values()), rounds
+    assert "Deadlock detected" in job.r.stdout + job.r.stderr, tail(job.r)
+
+
 def test_every_rank_fails(tmp_path):
     sched = {"epochs": 1, "batches": 4, "events": [
         {"epoch": 0, "batch": 1, "rank": 0, "do": "exit"},

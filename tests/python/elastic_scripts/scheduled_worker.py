@@ -5,7 +5,8 @@ device of the allreduced tensors, default cpu), ELASTIC_SCHEDULE (JSON):
   {"epochs": E, "batches": B, "sleep": seconds per batch,
    "events": [{"epoch": e, "batch": b, "rank": r, "do": "raise"|"sigkill"|"exit"|"sleep"},
               {"epoch": e, "batch": b, "do": "hosts", "hosts": "h1:2\\nh2:2"},
-              {"epoch": e, "batch": b, "do": "await_size", "size": n}]}
+              {"epoch": e, "batch": b, "do": "await_size", "size": n},
+              {"epoch": e, "batch": b, "rank": r, "do": "deadlock"}]}
 Each event fires once in the whole job (a marker file records it; after a
 restore the same batch runs again without it). A "hosts" event: rank 0
 rewrites ELASTIC_DIR/hosts.txt (what the test's discovery script prints),
@@ -62,6 +63,13 @@ def handle_events(state):
                              name=f"hosts-{i}")[0] > 0:
                 continue
             await_host_update(state, i, lambda: open(seen, "w").close())
+        elif ev["do"] == "deadlock":
+            # A collective only this rank submits (a program bug): deadlock
+            # detection fails every rank's op and ends the generation, and
+            # hvd.elastic.run restores the last commit and runs the batch
+            # again (NOTE [A deadlock ends the generation]).
+            if hvd.rank() == ev["rank"] and fire_once(i):
+                hvd.allreduce(torch.ones(1), name=f"only-on-rank-{ev['rank']}")
         elif ev["do"] == "await_size":
             # The job grows back to "size" by the time this batch runs again,
             # whether the update arrived before this batch or arrives here.
