@@ -100,6 +100,21 @@ def test_a_wrong_sum_in_the_vendor_library_fails_the_suite(memory):
     assert_broken_sum_caught(r, failed, out)
 
 
+def test_one_sided_failure_in_plugin_memory_fails_only_that_case(tmp_path):
+    """Rank 1 never submits one case's allreduce: the deadlock ends the
+    generation, every rank re-initializes (plugin memory stays usable) and
+    every later case still passes, with the plugin proof."""
+    from test_conformance import _INJECT  # noqa: PLC0415 (the same injection as on the CPU)
+    script = tmp_path / "inject.py"
+    script.write_text(_INJECT)
+    r, passed, failed, out = run_conformance(
+        "emulated_gcu.sh", "gcu", 3, "--memory", "plugin", "--filter", "allreduce/",
+        script_path=script, HOROVOD_DEADLOCK_TIMEOUT_SECONDS=2)
+    assert r.returncode == 1 and failed == 1 and passed > 100, out[-6000:]
+    assert "FAILED allreduce/sum/int8/n=1031/ps=global\n" in r.stdout, out[-3000:]
+    assert "rank 1: RuntimeError: injected: rank 1 fails before submitting" in r.stdout, out[-3000:]
+
+
 def test_an_op_that_bypasses_the_plugin_fails_the_proof():
     """Right values are not enough: allreduce detoured through the CPU path
     (device_scripts/conformance_cpu_detour.py) gives correct results, and
