@@ -72,7 +72,8 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
       p.sent = true;
       to_send.push_back(p.request);
     }
-    HVDA_RETURN_IF_ERROR(SlowPath(std::move(to_send), shutdown_requested, deadlock_end, stuck, new_params, out));
+    HVDA_RETURN_IF_ERROR(
+        SlowPath(std::move(to_send), shutdown_requested, deadlock_end, stuck, new_params, out));
     const std::vector<Response> decided = std::move(out->responses);
     Finish({}, decided, out);
     return Status::OK();
@@ -105,7 +106,8 @@ Status Controller::ComputeResponseList(std::vector<Request> new_requests,
   if (coordinator_ && coordinator_->HasWaiting() &&
       now - last_slow_path_ > std::chrono::seconds(1))
     has_uncached = true;
-  bits[0] = (shutdown_requested || deadlock_end ? 0 : kNoShutdownBit) | (has_uncached ? 0 : kNoUncachedBit) |
+  bits[0] = (shutdown_requested || deadlock_end ? 0 : kNoShutdownBit) |
+            (has_uncached ? 0 : kNoUncachedBit) |
             (locally_idle && pending_.empty() ? kIdleBit : 0) | (stuck ? kStuckBit : 0) |
             (new_params ? 0 : kNoParamsBit);
   HVDA_RETURN_IF_ERROR(transport_->BitAnd(&bits));

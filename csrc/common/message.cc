@@ -171,10 +171,11 @@ bool CodeRequest(C& c, R& r) {
 template <typename C>
 const char* CodeList(C& c, Msg<C, RequestList>& l) {
   const char* failed = "request list";
-  const bool ok = c.Flags(l.shutdown, l.stuck, l.deadlock_end) && c.List(l.requests, [&](auto& r) {
-    failed = "request";
-    return CodeRequest(c, r);
-  });
+  const bool ok =
+      c.Flags(l.shutdown, l.stuck, l.deadlock_end) && c.List(l.requests, [&](auto& r) {
+        failed = "request";
+        return CodeRequest(c, r);
+      });
   return ok ? nullptr : failed;
 }
 
@@ -191,8 +192,9 @@ template <typename C>
 const char* CodeList(C& c, Msg<C, ResponseList>& l) {
   const char* failed = "response list";
   // The tuned parameters are present only when the has_params flag says so.
-  const bool ok = c.Flags(l.shutdown, l.all_stuck, l.has_params, l.deadlock_declared, l.deadlock_end) && c.Pod(l.joined_count) &&
-                  c.Vec(l.shutdown_ranks) &&
+  const bool ok = c.Flags(l.shutdown, l.all_stuck, l.has_params, l.deadlock_declared,
+                          l.deadlock_end) &&
+                  c.Pod(l.joined_count) && c.Vec(l.shutdown_ranks) &&
                   (!l.has_params ||
                    (c.Pod(l.params.fusion_threshold_bytes) && c.Pod(l.params.cycle_time_ms))) &&
                   c.List(l.responses, [&](auto& r) {

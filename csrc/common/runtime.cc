@@ -47,7 +47,7 @@ Runtime::~Runtime() { Shutdown(); }
 
 bool Runtime::GenerationEnded() {
   std::lock_guard<std::mutex> lock(failure_mu_);
-  return initialized_ && (!failure_.ok() || !ending_.ok());
+  return initialized_ && !EndStatusLocked().ok();
 }
 
 bool Runtime::GenerationEndTold() { return GenerationEnded() && end_->told(); }

@@ -22,10 +22,10 @@
 
 #include "common/accelerators.h"
 #include "common/activity_tracker.h"
-#include "common/generation_end.h"
 #include "common/autotune/parameter_manager.h"
 #include "common/backend_selection.h"
 #include "common/cycle_loop.h"
+#include "common/generation_end.h"
 #include "common/hal/registry.h"
 #include "common/message.h"
 #include "common/process_set.h"
@@ -140,6 +140,9 @@ class Runtime : private CycleHost {
   bool PollDevices() override;
   double CycleTimeMs() override;
   void HandleProcessSetResponse(const Response& r, ProcessSetState* global);
+  // Why this generation's ops fail: failure_ once the loop died, else ending_
+  // (OK while the generation lives). Caller holds failure_mu_.
+  const Status& EndStatusLocked() const { return failure_.ok() ? ending_ : failure_; }
   void FailEverything(const Status& st);
 
   Registry registry_;  // filled by the constructor, then read only

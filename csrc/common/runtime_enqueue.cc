@@ -73,9 +73,8 @@ Status Runtime::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n)
   HVDA_RETURN_IF_ERROR(CheckInitialized());
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
-    if (!failure_.ok() || !ending_.ok()) {
-      const Status& why = failure_.ok() ? ending_ : failure_;
-      for (size_t i = 0; i < n; ++i) entries[i].work = FailedWork(why, end_);
+    if (!EndStatusLocked().ok()) {
+      for (size_t i = 0; i < n; ++i) entries[i].work = FailedWork(EndStatusLocked(), end_);
       return Status::OK();
     }
   }
@@ -109,8 +108,7 @@ std::shared_ptr<Work> Runtime::EnqueueJoin(int device) {
   e.work->SetDriver(cycles_.work_driver());
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
-    if (initialized_ && (!failure_.ok() || !ending_.ok()))
-      return FailedWork(failure_.ok() ? ending_ : failure_, end_);
+    if (initialized_ && !EndStatusLocked().ok()) return FailedWork(EndStatusLocked(), end_);
   }
   std::vector<TensorEntry> v;
   std::shared_ptr<Work> w = e.work;

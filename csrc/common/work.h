@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "common/activity_tracker.h"
-#include "common/generation_end.h"
 #include "common/device_buffer.h"
 #include "common/dtype.h"
+#include "common/generation_end.h"
 #include "common/name_reservations.h"
 #include "common/util/status.h"
 
