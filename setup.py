@@ -9,11 +9,11 @@ TensorFlow op library `horovod_accel/tensorflow/libhvda_tf_ops.so`, which is
 built without TensorFlow (its C API declared by csrc/tensorflow/tf_c_api.h),
 so a plain isolated `pip install .` has TensorFlow support whether
 tensorflow is installed before or after (docs/design/tensorflow.md). Device
-plugins (GCU, CUDA, ...) are separate wheels under packaging/. The wheel is
-tagged linux_x86_64, not manylinux: `_core` links the system's libgloo
-(Debian's libgloo0), so it installs where that library is; `auditwheel
-repair` (which vendors libgloo; give it `--exclude
-libtensorflow_framework.so.2`, TensorFlow's own library) is the release step.
+plugins (GCU, CUDA, ...) are separate wheels under packaging/. Release wheels
+(scripts/build_wheels.sh) link a static Gloo (scripts/build_gloo.sh, named by
+HVDA_GLOO_ROOT) and are tagged manylinux by `auditwheel repair`; a plain
+source build uses the system's Gloo (Debian/Ubuntu libgloo-dev) and says so
+in one line when it is missing (docs/design/packaging.md).
 
 Environment knobs:
   HVDA_BUILD_DIR     CMake build folder (default: <build_temp>/cmake); reused
@@ -23,13 +23,15 @@ Environment knobs:
                      extension target is built either way, tests never are)
   HVDA_BUILD_JOBS    parallel compile jobs (default: the number of CPUs)
   HVDA_BUILD_TENSORFLOW  OFF leaves the TensorFlow op library out (default ON)
+  HVDA_GLOO_ROOT     prefix of a Gloo build (scripts/build_gloo.sh) to link
+                     instead of the system's
   HVDA_SETUPTOOLS_BUILD_BASE  setuptools' own build folder (default build/);
                      scripts/build_wheels.sh points it at a fresh folder so a
                      wheel never picks up stale files of an earlier build
 """
 import glob
 import os
-import subprocess
+import re
 import sys
 
 from setuptools import Extension, find_packages, setup
@@ -38,7 +40,7 @@ from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "packaging"))
-from cmake_build import cmake_executable, reset_if_other_source  # noqa: E402
+from cmake_build import cmake_executable, configure_and_build, reset_if_other_source  # noqa: E402
 
 
 class CMakeExtension(Extension):
@@ -51,7 +53,6 @@ class CMakeBuild(build_ext):
         out_dir = os.path.abspath(os.path.dirname(self.get_ext_fullpath(ext.name)))
         build_dir = os.path.abspath(os.environ.get("HVDA_BUILD_DIR", os.path.join(self.build_temp, "cmake")))
         reset_if_other_source(build_dir, HERE)
-        os.makedirs(build_dir, exist_ok=True)
         cmake = cmake_executable()
         cfg = [
             f"-DHVDA_PYTHON_OUTPUT_DIR={out_dir}",
@@ -60,8 +61,8 @@ class CMakeBuild(build_ext):
             f"-DHVDA_BUILD_TESTS={os.environ.get('HVDA_BUILD_TESTS', 'OFF')}",
             f"-DHVDA_BUILD_TENSORFLOW={'ON' if _tensorflow_ops_enabled() else 'OFF'}",
         ]
-        subprocess.check_call([cmake, "-S", HERE, "-B", build_dir] + cfg)
-        jobs = os.environ.get("HVDA_BUILD_JOBS", str(os.cpu_count() or 2))
+        if os.environ.get("HVDA_GLOO_ROOT"):
+            cfg.append(f"-DCMAKE_PREFIX_PATH={os.path.abspath(os.environ['HVDA_GLOO_ROOT'])}")
         targets = ["_core"]
         if _tensorflow_ops_enabled():
             # The TensorFlow op library (csrc/tensorflow): built whether or
@@ -69,7 +70,8 @@ class CMakeBuild(build_ext):
             targets.append("hvda_tf_ops")
         # The MXNet engine library (csrc/mxnet): needs no MXNet to build either.
         targets.append("hvda_mxnet")
-        subprocess.check_call([cmake, "--build", build_dir, "--target", *targets, "-j", jobs])
+        jobs = os.environ.get("HVDA_BUILD_JOBS", str(os.cpu_count() or 2))
+        configure_and_build(cmake, HERE, build_dir, cfg, targets, jobs, "horovod_accel")
 
     def copy_extensions_to_source(self):
         """Editable installs: setuptools copies only `_core` from its build
@@ -122,19 +124,64 @@ options = {}
 if os.environ.get("HVDA_SETUPTOOLS_BUILD_BASE"):
     options["build"] = {"build_base": os.environ["HVDA_SETUPTOOLS_BUILD_BASE"]}
 
+def read_version():
+    """The one version of the package: horovod_accel/__init__.py's __version__
+    (CMakeLists.txt reads it too, for the core's build info)."""
+    with open(os.path.join(HERE, "horovod_accel", "__init__.py"), encoding="utf-8") as f:
+        return re.search(r'^__version__ = "([^"]+)"', f.read(), re.M).group(1)
+
+
+# Extras: the framework and cluster versions the test suite runs
+# (scripts/setup*.sh; torch 2.11 also on an H100, docs/compat.md). Nothing is
+# compiled against them, so other versions may work; these are the tested.
+EXTRAS = {
+    "torch": ["torch>=2.11,<2.14"],
+    "tensorflow": ["tensorflow>=2.21,<2.22"],
+    "tensorflow-cpu": ["tensorflow-cpu>=2.21,<2.22"],
+    "keras": ["tensorflow>=2.21,<2.22"],
+    "mxnet": ["mxnet==1.9.1", "numpy<1.24"],
+    "spark": ["pyspark>=4.3,<4.4", "pyarrow", "fsspec"],
+    "ray": ["ray>=2.60,<2.61"],
+    "test": ["pytest", "numpy", "mock", "parameterized"],
+}
+
 setup(
     name="horovod_accel",
-    version="0.1.0",
+    version=read_version(),
     description="Drop-in, upstream-compatible Horovod with a pluggable accelerator layer",
     long_description=read_readme(),
     long_description_content_type="text/markdown",
+    license_expression="Apache-2.0",
+    license_files=["LICENSE", "THIRD_PARTY_NOTICES.md"],
+    project_urls={
+        "Upstream Horovod": "https://github.com/horovod/horovod",
+        "Upstream API reference": "https://horovod.readthedocs.io/en/stable/api.html",
+    },
+    keywords=["deep learning", "distributed training", "allreduce", "horovod", "mpi", "gloo"],
+    classifiers=[
+        "Development Status :: 4 - Beta",
+        "Intended Audience :: Developers",
+        "Intended Audience :: Science/Research",
+        "Operating System :: POSIX :: Linux",
+        "Programming Language :: C++",
+        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3 :: Only",
+        "Programming Language :: Python :: 3.10",
+        "Programming Language :: Python :: 3.11",
+        "Programming Language :: Python :: 3.12",
+        "Programming Language :: Python :: 3.13",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+        "Topic :: System :: Distributed Computing",
+    ],
     packages=find_packages(include=["horovod_accel", "horovod_accel.*", "horovod", "horovod.*"]),
     ext_modules=[CMakeExtension("horovod_accel._core")],
     cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithHeaders},
-    python_requires=">=3.9",
-    # No framework: the core is framework-neutral; torch is an optional extra.
-    install_requires=["cloudpickle"],
-    extras_require={"torch": ["torch"], "test": ["pytest", "numpy"]},
+    python_requires=">=3.10",
+    # No framework: the core is framework-neutral. The four are upstream
+    # Horovod's own requirements (its scripts, e.g. the elastic tests, import
+    # psutil and rely on Horovod to bring it).
+    install_requires=["cloudpickle", "psutil", "pyyaml", "packaging"],
+    extras_require=EXTRAS,
     entry_points={"console_scripts": ["horovodrun = horovod_accel.runner.launch:run_commandline"]},
     options=options,
     zip_safe=False,

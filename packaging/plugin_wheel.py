@@ -24,9 +24,8 @@ it fresh for each wheel).
 import glob
 import os
 import shutil
-import subprocess
 
-from cmake_build import cmake_executable, reset_if_other_source  # beside this file
+from cmake_build import cmake_executable, configure_and_build, reset_if_other_source  # beside this file
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
@@ -69,12 +68,11 @@ def build_plugin(build_temp):
     build_dir = os.path.abspath(os.environ.get("HVDA_DEVICES_BUILD_DIR",
                                                os.path.join(build_temp, "cmake")))
     reset_if_other_source(build_dir, src)
-    os.makedirs(build_dir, exist_ok=True)
     cmake = cmake_executable(PACKAGE)
-    subprocess.check_call([cmake, "-S", src, "-B", build_dir,
-                           f"-DCMAKE_BUILD_TYPE={os.environ.get('HVDA_BUILD_TYPE', 'Release')}"])
     jobs = os.environ.get("HVDA_BUILD_JOBS", str(os.cpu_count() or 2))
-    subprocess.check_call([cmake, "--build", build_dir, "--target", TARGET, "-j", jobs])
+    configure_and_build(cmake, src, build_dir,
+                        [f"-DCMAKE_BUILD_TYPE={os.environ.get('HVDA_BUILD_TYPE', 'Release')}"],
+                        [TARGET], jobs, PACKAGE)
     lib = os.path.join(build_dir, LIBRARY)
     if not os.path.isfile(lib):  # tolerate a LIBRARY_OUTPUT_DIRECTORY below the build folder
         found = sorted(glob.glob(os.path.join(build_dir, "**", LIBRARY), recursive=True))
@@ -150,7 +148,8 @@ def setup_plugin(device, here):
         long_description_content_type="text/markdown",
         packages=[PACKAGE],
         distclass=BinaryDistribution,
-        python_requires=">=3.9",
+        python_requires=">=3.10",
+        license_expression="Apache-2.0",
         install_requires=["horovod_accel>=0.1.0"],
         entry_points={"horovod_accel.plugins": [f"{DEVICE} = {PACKAGE}:library_path"]},
         cmdclass={"build_py": BuildPyWithPlugin, "bdist_wheel": PlatformWheel, "sdist": SdistWithSources},

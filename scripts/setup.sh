@@ -9,7 +9,10 @@ SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 need_pkgs=()
 # iproute2: the namespace hosts of the multi-host tests (tests/multihost).
-for p in libgloo-dev libgtest-dev g++ make openmpi-bin libopenmpi-dev mpich libmpich-dev iproute2; do
+# podman, runc, mmdebstrap: the clean containers of the wheel tests and the
+# image builds (docs/design/packaging.md).
+for p in libgloo-dev libgtest-dev g++ make openmpi-bin libopenmpi-dev mpich libmpich-dev iproute2 \
+         podman runc mmdebstrap; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

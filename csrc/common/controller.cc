@@ -22,7 +22,6 @@ Controller::Controller(ControllerTransport* transport, ControllerOptions options
     : transport_(transport),
       options_(options),
       global_ranks_(std::move(global_ranks)),
-      log_(log),
       timeline_(transport->rank() == 0 ? timeline : nullptr),
       cache_(options.cache_capacity) {
   if (transport_->rank() == 0)

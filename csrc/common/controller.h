@@ -100,7 +100,6 @@ class Controller {
   ControllerTransport* transport_;
   ControllerOptions options_;
   std::vector<int> global_ranks_;
-  const Logger* log_;
   Timeline* timeline_;
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;  // set rank 0 only

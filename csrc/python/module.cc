@@ -17,7 +17,9 @@ namespace {
 
 py::dict BuildInfo() {
   py::dict d;
-  d["version"] = "0.1.0";
+  d["version"] = HVDA_VERSION;
+  d["compiler"] = HVDA_BUILD_COMPILER;  // CMakeLists.txt
+  d["source"] = HVDA_BUILD_SOURCE;
   d["gloo_built"] = true;
   d["mpi_built"] = false;
   d["nccl_built"] = 0;

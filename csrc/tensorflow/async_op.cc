@@ -17,11 +17,13 @@ namespace hvda_tf {
 // different ops would deadlock). So we move that std::function into one we
 // own before returning, and call ours when the collective completes. This
 // relies on two facts, true of every TF release that has the async builder
-// (2.11 .. 2.21): the pointee is a std::function<void()>, and TF links the
-// same libstdc++ (libstdc++.so.6, whose std::function layout is part of its
-// stable ABI) as this library. It needs no TF C++ header.
+// (2.11 .. 2.21): the pointee is a std::function<void()>, and TF is built
+// with libstdc++, whose std::function layout is part of its stable ABI. The
+// move is done on that layout (TfDoneCallback, tf_done_callback.h), so it
+// holds whatever standard library this library is built with. It needs no
+// TF C++ header.
 AsyncOp::AsyncOp(TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done)
-    : ctx_(ctx), done_(std::move(*reinterpret_cast<std::function<void()>*>(done))) {}
+    : ctx_(ctx), done_(done) {}
 
 AsyncOp::~AsyncOp() {
   for (TF_Tensor* t : kept_) TF_DeleteTensor(t);
@@ -112,9 +114,9 @@ void AsyncOp::Finish() {
     std::lock_guard<std::mutex> lock(mu_);
     if (code_ != TF_OK) SetFailure(ctx_, code_, message_);
   }
-  std::function<void()> done = std::move(done_);
+  TfDoneCallback done(std::move(done_));
   delete this;  // drops our references to the inputs/outputs first
-  done();
+  done.Run();
 }
 
 }  // namespace hvda_tf

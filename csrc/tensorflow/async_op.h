@@ -12,13 +12,13 @@
 #pragma once
 
 #include <atomic>
-#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "horovod_accel/core_api.h"
 #include "tf_c_api.h"
+#include "tf_done_callback.h"
 #include "tf_util.h"
 
 namespace hvda_tf {
@@ -71,7 +71,7 @@ class AsyncOp {
   void Enqueued(int32_t rc);
 
   TF_OpKernelContext* ctx_;
-  std::function<void()> done_;
+  TfDoneCallback done_;  // TF's callback, moved out of TF's std::function
   std::vector<TF_Tensor*> kept_;
   std::vector<Slot> slots_;
   std::atomic<int> pending_{0};

@@ -9,6 +9,8 @@ import importlib
 import sys
 import threading
 
+from horovod_accel.common.install_info import how_to_fix_core
+
 NOT_INITIALIZED = "Horovod has not been initialized; use hvd.init()."
 
 
@@ -40,8 +42,7 @@ class DefaultRuntime:
         except ImportError as e:
             raise ImportError(
                 f"horovod_accel's C++ extension (horovod_accel._core) failed to load: {e}. "
-                f"Build it from the source tree with `pip install -e .` (or rebuild it with "
-                f"`cmake --build build/python --target _core`).") from e
+                f"{how_to_fix_core()}") from e
 
     def runtime(self):
         """The Runtime, created on first call (initialized or not)."""

@@ -17,14 +17,15 @@ LOG_LEVELS = ["TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL"]
 
 
 class _VersionAction(argparse.Action):
-    """-v/--version: prints the version (computed lazily) and exits 0."""
+    """-v/--version: prints the version and what the build is (computed
+    lazily: wheel tag or editable, compiler, commit) and exits 0."""
 
     def __init__(self, option_strings, dest, help=None):
         super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from horovod_accel.runner.check_build import horovod_version
-        print(horovod_version())
+        from horovod_accel.runner.check_build import build_description, horovod_version
+        print(f"{horovod_version()} ({build_description()})")
         parser.exit(0)
 
 

@@ -9,6 +9,8 @@ import importlib.metadata
 import importlib.util
 import sys
 
+from horovod_accel.common.install_info import editable, how_to_fix_core
+
 _FRAMEWORKS = [("TensorFlow", "tensorflow"), ("PyTorch", "torch"), ("MXNet", "mxnet")]
 
 
@@ -24,7 +26,7 @@ def load_build_info():
     except ImportError as e:
         raise CoreNotBuilt(
             f"the horovod_accel C++ extension (horovod_accel._core) is not built or failed to load "
-            f"({e}). Build it from the source tree with `pip install -e .`.") from None
+            f"({e}). {how_to_fix_core()}") from None
     from horovod_accel.common.default_runtime import DEFAULT_RUNTIME  # noqa: PLC0415
     return DEFAULT_RUNTIME.build_info()
 
@@ -46,6 +48,31 @@ def horovod_version():
         return load_build_info()["version"]
     except CoreNotBuilt:
         return "unknown (horovod_accel is not installed; run `pip install -e .`)"
+
+
+def build_description():
+    """What this install is, for `horovodrun --version`: how it was
+    installed (the wheel's tag, or an editable checkout) and what built its
+    core (compiler, commit). Never raises: a part it cannot tell is left out."""
+    parts = []
+    try:
+        dist = importlib.metadata.distribution("horovod_accel")
+        tags = [line.split(":", 1)[1].strip() for line in (dist.read_text("WHEEL") or "").splitlines()
+                if line.startswith("Tag:")]
+        if editable(dist):
+            parts.append("editable install")
+        elif tags:
+            parts.append("wheel " + tags[0])
+    except importlib.metadata.PackageNotFoundError:
+        parts.append("not installed (source tree)")
+    try:
+        info = load_build_info()
+        core = " ".join(x for x in (info.get("compiler"), info.get("source") and f"from {info['source']}") if x)
+        if core:
+            parts.append("core built by " + core)
+    except (CoreNotBuilt, RuntimeError):
+        parts.append("core not loadable")
+    return ", ".join(parts)
 
 
 def framework_status(module):

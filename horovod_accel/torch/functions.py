@@ -5,6 +5,8 @@ Every function here is collective: all ranks of `process_set` must call it,
 in the same order, with the same `root_rank` (a *global* rank) and name.
 They block until done and raise HorovodInternalError if a collective fails.
 """
+import ctypes
+
 import torch
 
 from horovod_accel.common.objects import (allgather_object_with, broadcast_object_with,
@@ -50,6 +52,12 @@ def _bytes_tensor(data, n):
     return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
+def _tensor_bytes(t):
+    """The bytes of a contiguous CPU uint8 tensor. Not `t.numpy()`: torch
+    does not require NumPy, and neither do Horovod's object ops."""
+    return ctypes.string_at(t.data_ptr(), t.numel()) if t.numel() else b""
+
+
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """Returns `obj` of `root_rank` on every rank of `process_set`
     (serialized with cloudpickle; other ranks' `obj` is ignored, may be None).
@@ -67,7 +75,7 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
     def broadcast_bytes(data, n):
         payload = _bytes_tensor(data, n)
         broadcast_(payload, root_rank, data_name, process_set=process_set)
-        return payload.numpy().tobytes()
+        return _tensor_bytes(payload)
 
     return broadcast_object_with(obj, rank() == root_rank, broadcast_size, broadcast_bytes)
 
@@ -80,8 +88,8 @@ def allgather_object(obj, name=None, process_set=global_process_set):
         obj,
         lambda n: allgather(torch.tensor([n], dtype=torch.int64), name=size_name,
                             process_set=process_set).tolist(),
-        lambda data: allgather(_bytes_tensor(data, 0), name=data_name,
-                               process_set=process_set).numpy().tobytes())
+        lambda data: _tensor_bytes(allgather(_bytes_tensor(data, 0), name=data_name,
+                                             process_set=process_set)))
 
 
 # ---------------------------------------------------------------- optimizer state

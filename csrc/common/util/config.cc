@@ -103,9 +103,9 @@ Status Validate(const ConfigOption& o, const std::string& v) {
   try {
     size_t used = 0;
     if (o.type == ConfigType::kInt) {
-      std::stoll(v, &used);
+      (void)std::stoll(v, &used);
     } else if (o.type == ConfigType::kFloat) {
-      std::stod(v, &used);
+      (void)std::stod(v, &used);
     } else {
       return Status::OK();
     }

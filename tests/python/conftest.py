@@ -1,0 +1,12 @@
+"""Session fixtures shared by several test modules."""
+import pytest
+
+import wheel_build
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory):
+    """{distribution name: path} of the core and plugin wheels, built once per
+    session by scripts/build_wheels.sh (test_wheels.py and
+    test_wheels_in_container.py both install them)."""
+    return wheel_build.build_wheels(tmp_path_factory.mktemp("dist"))

@@ -1,0 +1,157 @@
+"""The wheels on a machine that never built them (docs/design/packaging.md):
+a clean Debian 12 container made from Debian's packages alone
+(scripts/stand_in_base.sh: python3, python3-venv, pip; no compiler, no Gloo,
+no MPI, no -dev package) gets the core wheel and torch==2.13.0 in a venv and
+trains a 2-rank torch job through its own `horovodrun`; then the plugin
+wheels, which `horovodrun --check-build` lists with why they cannot work
+there (no vendor library); then tensorflow-cpu, installed after the core,
+and a 2-rank TF2 tape job. So a wheel needing a library of the build machine
+cannot land again.
+
+The container uses the host's network (its ranks talk over loopback) and the
+host's pip settings (index, local wheel folders, CA bundle: mounted
+read-only at the same paths) and pip cache. Needs podman and mmdebstrap
+(scripts/setup.sh installs them); skipped without them unless
+HVDA_REQUIRE_CONTAINERS=1 (.ci/run sets it). Marked `slow`.
+"""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from wheel_build import PLUGINS, REPO, run, tail
+
+IMAGE = "localhost/hvda-stand-in/debian12-python"
+IMAGE_PACKAGES = ("python3", "python3-venv", "python3-pip")
+CONTAINERS_CONF = REPO / "docker" / "podman" / "containers.conf"
+JOBS = REPO / "tests" / "python" / "wheel_scripts"
+VENV = "/opt/venv"
+BASE_TIMEOUT = 600
+INSTALL_TIMEOUT = 900
+JOB_TIMEOUT = 300
+
+_missing = [t for t in ("podman", "mmdebstrap") if shutil.which(t) is None]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(bool(_missing) and os.environ.get("HVDA_REQUIRE_CONTAINERS") != "1",
+                       reason=f"needs {' and '.join(_missing)} (apt-get install podman runc mmdebstrap)"),
+]
+
+
+def podman_env():
+    return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
+
+
+def host_pip_settings():
+    """(env, read-only mounts) that give pip in the container the host's
+    settings: index URLs, find-links folders, the CA bundle."""
+    r = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
+                       text=True, timeout=60)
+    env, mounts = {}, set()
+    for line in r.stdout.splitlines():
+        m = re.fullmatch(r"[^.]*\.([a-z-]+)='(.*)'", line.strip())
+        if not m or m.group(1) not in ("cert", "find-links", "index-url", "extra-index-url"):
+            continue
+        key, value = m.groups()
+        env["PIP_" + key.upper().replace("-", "_")] = value
+        for item in value.split():
+            path = item[len("file://"):] if item.startswith("file://") else item
+            if path.startswith("/") and os.path.exists(path):
+                # A local simple index links to files beside it (../files/).
+                mounts.add(os.path.dirname(path.rstrip("/")) if path.rstrip("/").endswith("/simple")
+                           else path)
+    return env, sorted(mounts)
+
+
+@pytest.fixture(scope="module")
+def container(wheels):
+    """A running clean Debian 12 container with the wheels at /wheels and the
+    jobs at /jobs; yields exec(cmd, timeout) -> CompletedProcess."""
+    r = run(["bash", REPO / "scripts" / "stand_in_base.sh", IMAGE, *IMAGE_PACKAGES], BASE_TIMEOUT,
+            env=podman_env())
+    assert r.returncode == 0, "scripts/stand_in_base.sh failed" + tail(r)
+    pip_env, pip_mounts = host_pip_settings()
+    cache = subprocess.run([sys.executable, "-m", "pip", "cache", "dir"], capture_output=True,
+                           text=True, timeout=60).stdout.strip()
+    name = f"hvda-wheel-test-{uuid.uuid4().hex[:8]}"
+    cmd = ["podman", "run", "-d", "--rm", "--name", name, "--network", "host", "--shm-size", "1g",
+           "-v", f"{wheels['horovod_accel'].parent}:/wheels:ro", "-v", f"{JOBS}:/jobs:ro"]
+    for path in pip_mounts:
+        cmd += ["-v", f"{path}:{path}:ro"]
+    if cache and os.path.isdir(cache):
+        cmd += ["-v", f"{cache}:/root/.cache/pip"]
+    for k, v in {**pip_env, "OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3",
+                 "PIP_DISABLE_PIP_VERSION_CHECK": "1"}.items():
+        cmd += ["-e", f"{k}={v}"]
+    r = run(cmd + [IMAGE, "sleep", "3600"], 120, env=podman_env())
+    assert r.returncode == 0, "podman run failed" + tail(r)
+
+    def exec_(script, timeout):
+        return run(["podman", "exec", name, "bash", "-ec", script], timeout, env=podman_env())
+
+    try:
+        yield exec_
+    finally:
+        subprocess.run(["podman", "rm", "-f", "-t", "0", name], env=podman_env(), capture_output=True,
+                       timeout=120)
+
+
+def test_the_container_has_nothing_of_the_build_machine(container):
+    r = container("for t in gcc g++ cc c++ cmake mpirun; do command -v $t && echo HAS=$t; done; "
+                  "ls /usr/lib/x86_64-linux-gnu | grep -E '^lib(gloo|mpi|hiredis|ibverbs)' || true; "
+                  "dpkg -l | awk '/^ii/ && $2 ~ /-dev(:|$)/ {print \"DEV=\" $2}'", 60)
+    assert r.returncode == 0, tail(r)
+    assert "HAS=" not in r.stdout and "DEV=" not in r.stdout and "lib" not in r.stdout, r.stdout
+
+
+def test_core_wheel_and_torch_train_2_ranks(container, wheels):
+    core = f"/wheels/{wheels['horovod_accel'].name}"
+    r = container(f"python3 -m venv {VENV} && {VENV}/bin/pip install -q torch==2.13.0", INSTALL_TIMEOUT)
+    assert r.returncode == 0, "installing torch==2.13.0 in the container failed" + tail(r)
+    # The core wheel into a venv that already has torch (its dependencies
+    # from the index): the install time users feel.
+    r = container(f"{VENV}/bin/pip install -q {shlex.quote(core)}", INSTALL_TIMEOUT)
+    assert r.returncode == 0, "installing the core wheel in the container failed" + tail(r)
+    print(f"\ncore wheel installed into a venv with torch in {r.elapsed:.1f} s")
+    r = container(f"cd /tmp && {VENV}/bin/horovodrun -np 2 {VENV}/bin/python /jobs/torch_train.py",
+                  JOB_TIMEOUT)
+    assert r.returncode == 0, "the 2-rank torch job failed in the clean container" + tail(r)
+    ok = dict(re.findall(r"TORCH-WHEEL-JOB-OK rank=(\d+) size=2 .* core=(\S+)", r.stdout))
+    assert set(ok) == {"0", "1"}, "both ranks must report success" + tail(r)
+    assert all(c.startswith(VENV) for c in ok.values()), ok
+    r = container(f"{VENV}/bin/horovodrun --version", 60)
+    assert r.returncode == 0 and re.search(r"^\d+\.\d+\.\d+ \(wheel cp3\d+-cp3\d+-manylinux_2_\d+_x86_64, "
+                                           r"core built by ", r.stdout), tail(r)
+
+
+def test_plugin_wheels_listed_with_why_they_cannot_work(container, wheels):
+    plugins = " ".join(f"/wheels/{wheels[f'horovod_accel_{p}'].name}" for p in PLUGINS)
+    r = container(f"{VENV}/bin/pip install -q --no-deps {plugins} && {VENV}/bin/horovodrun --check-build",
+                  INSTALL_TIMEOUT)
+    assert r.returncode == 0, "--check-build with the plugin wheels failed" + tail(r)
+    out = r.stdout
+    assert "[X] PyTorch" in out and "[X] Gloo" in out, out
+    for device, lib_var in (("gcu", "HOROVOD_ECCL_LIB"), ("cuda", "HOROVOD_NCCL_LIB")):
+        lib = f"{VENV}/lib/python3.11/site-packages/horovod_accel_{device}/libhorovod_accel_{device}.so"
+        m = re.search(rf"\[ \] {device} \S+ \(device '{device}', ABI [0-9.]+, {re.escape(lib)}\)\n(.*)", out)
+        assert m, f"plugin {device} is not listed as loaded and unusable:\n{out}"
+        assert m.group(1).strip(), f"no reason given why {device} cannot work:\n{out}"
+
+
+def test_tensorflow_installed_after_the_core_wheel(container):
+    # Order (b): the core wheel first, then tensorflow-cpu; the op library in
+    # the wheel (built without TensorFlow) serves the TensorFlow installed later.
+    r = container(f"{VENV}/bin/pip install -q --no-compile tensorflow-cpu==2.21.0", INSTALL_TIMEOUT)
+    assert r.returncode == 0, "installing tensorflow-cpu in the container failed" + tail(r)
+    r = container(f"cd /tmp && {VENV}/bin/horovodrun -np 2 {VENV}/bin/python /jobs/tf_tape_train.py {VENV}",
+                  JOB_TIMEOUT)
+    assert r.returncode == 0, "the 2-rank TensorFlow job failed in the clean container" + tail(r)
+    assert set(re.findall(r"TF-WHEEL-JOB-OK rank=(\d+) size=2", r.stdout)) == {"0", "1"}, tail(r)
+    r = container(f"{VENV}/bin/horovodrun --check-build", 120)
+    assert r.returncode == 0 and "[X] TensorFlow" in r.stdout, tail(r)
