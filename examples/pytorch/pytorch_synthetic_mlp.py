@@ -6,6 +6,11 @@ allreduce per step; parameters start identical through broadcast. Rank 0
 prints per-epoch loss and accuracy and exits non-zero if the loss did not fall.
 
     horovodrun -np 2 python examples/pytorch/pytorch_synthetic_mlp.py
+    horovodrun -np 2 python examples/pytorch/pytorch_synthetic_mlp.py --device gcu
+
+With --device TYPE (cuda, gcu, ...: any torch device type with a Horovod
+plugin, `horovodrun --check-build` lists them), each rank trains on device
+TYPE:<local rank> and the collectives run on that device's plugin.
 """
 import argparse
 import sys
@@ -31,27 +36,31 @@ def main():
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--device", default="cpu",
+                        help="torch device type to train on (one device per local rank)")
     args = parser.parse_args()
 
     hvd.init()
+    device = torch.device("cpu") if args.device == "cpu" else torch.device(args.device, hvd.local_rank())
     torch.manual_seed(1234 + hvd.rank())  # different init per rank, fixed by broadcast below
     torch.set_num_threads(1)
 
     x, y = make_dataset()
-    x, y = x[hvd.rank()::hvd.size()], y[hvd.rank()::hvd.size()]
+    x, y = x[hvd.rank()::hvd.size()].to(device), y[hvd.rank()::hvd.size()].to(device)
 
-    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)).to(device)
     for name, p in model.state_dict().items():
         hvd.broadcast_(p, root_rank=0, name=f"init.{name}")
     # Learning rate scaled by the number of workers, as Horovod recommends.
     opt = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=0.9)
 
+    where = "" if device.type == "cpu" else f" on {device.type}"
     first_loss = None
     for epoch in range(args.epochs):
         perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(epoch))
         total, correct, loss_sum, steps = 0, 0, 0.0, 0
         for i in range(0, len(x) - args.batch_size + 1, args.batch_size):
-            idx = perm[i:i + args.batch_size]
+            idx = perm[i:i + args.batch_size].to(device)
             opt.zero_grad()
             out = model(x[idx])
             loss = F.cross_entropy(out, y[idx])
@@ -65,13 +74,13 @@ def main():
             steps += 1
             correct += (out.argmax(1) == y[idx]).sum().item()
             total += len(idx)
-        metrics = hvd.allreduce(torch.tensor([loss_sum / steps, correct / total]),
+        metrics = hvd.allreduce(torch.tensor([loss_sum / steps, correct / total], device=device),
                                 op=hvd.Average, name="epoch_metrics")
         if first_loss is None:
             first_loss = metrics[0].item()
         if hvd.rank() == 0:
             print(f"epoch {epoch + 1}/{args.epochs}: loss {metrics[0]:.4f} "
-                  f"accuracy {metrics[1]:.3f} ({hvd.size()} processes)", flush=True)
+                  f"accuracy {metrics[1]:.3f} ({hvd.size()} processes{where})", flush=True)
 
     final_loss = metrics[0].item()
     if hvd.rank() == 0:

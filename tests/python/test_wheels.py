@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import zipfile
 
@@ -115,12 +116,13 @@ def venv(wheels, tmp_path_factory):
     assert r.returncode == 0, "python -m venv failed" + tail(r)
     env = clean_env(venv)
     pip = [venv / "bin" / "python", "-m", "pip", "--disable-pip-version-check"]
-    r = run(pip + ["install", "-q", "cloudpickle", "numpy"], INSTALL_TIMEOUT, cwd=str(root), env=env)
-    assert r.returncode == 0, "installing cloudpickle and numpy failed" + tail(r)
-    # Only the local wheels for our packages: never an index's namesake.
-    r = run(pip + ["install", "-q", "--no-index", "--find-links", wheels["horovod_accel"].parent,
-                   *wheels.values()], INSTALL_TIMEOUT, cwd=str(root), env=env)
+    # Only the local wheels for our packages (never an index's namesake),
+    # then their dependencies from the index.
+    r = run(pip + ["install", "-q", "--no-index", "--no-deps", *wheels.values()], INSTALL_TIMEOUT,
+            cwd=str(root), env=env)
     assert r.returncode == 0, "installing the wheels failed" + tail(r)
+    r = run(pip + ["install", "-q", "horovod_accel", "numpy"], INSTALL_TIMEOUT, cwd=str(root), env=env)
+    assert r.returncode == 0, "installing the wheels' dependencies failed" + tail(r)
     return venv
 
 
@@ -187,14 +189,25 @@ def test_wheel_is_manylinux_2_28_with_no_outside_library(wheels, name):
     m = MANYLINUX.search(whl.name)
     assert m and int(m.group(1)) <= 28, f"{whl.name}: expected a manylinux_2_28 (or older) tag"
     shown = auditwheel_show(whl)
-    assert 'consistent with the following platform tag: "manylinux_2_28_x86_64"' in shown \
-        or re.search(r'consistent with the following platform tag: "manylinux_2_(1\d|2[0-7])_x86_64"',
-                     shown), shown
-    for bad in ("libgloo", "libstdc++", "libibverbs", "libhiredis", "libmpi"):
-        assert bad not in shown, f"{whl.name} needs {bad}: {shown}"
-    with zipfile.ZipFile(whl) as z:
+    m = re.search(r'This constrains the platform tag to "manylinux_2_(\d+)_x86_64"', shown)
+    assert m and int(m.group(1)) <= 28, shown
+    # What each binary loads: the manylinux policy's system libraries only,
+    # and TensorFlow's own library for the op library that runs inside it
+    # (`auditwheel show` has no --exclude, so it counts that one against the
+    # wheel: it is checked here instead).
+    allowed = {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1",
+               "ld-linux-x86-64.so.2", "libgcc_s.so.1"}
+    with zipfile.ZipFile(whl) as z, tempfile.TemporaryDirectory() as tmp:
         assert not any(".libs/" in n for n in z.namelist()), \
             f"{whl.name}: auditwheel had to vendor libraries: {z.namelist()}"
+        libs = [n for n in z.namelist() if n.endswith(".so")]
+        assert libs, z.namelist()
+        for name in libs:
+            path = z.extract(name, tmp)
+            needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]",
+                                    run(["readelf", "-d", path], 60).stdout))
+            extra = needed - allowed - ({"libtensorflow_framework.so.2"} if "libhvda_tf_ops" in name else set())
+            assert not extra, f"{whl.name}: {name} needs {sorted(extra)} from the system"
 
 
 def test_core_wheel_holds_the_core_and_no_framework(wheels):

@@ -8,9 +8,9 @@ there (no vendor library); then tensorflow-cpu, installed after the core,
 and a 2-rank TF2 tape job. So a wheel needing a library of the build machine
 cannot land again.
 
-The container uses the host's network (its ranks talk over loopback) and the
+The container uses the host's network (its ranks talk over loopback), the
 host's pip settings (index, local wheel folders, CA bundle: mounted
-read-only at the same paths) and pip cache. Needs podman and mmdebstrap
+read-only by scripts/pip_passthrough.py) and pip cache. Needs podman and mmdebstrap
 (scripts/setup.sh installs them); skipped without them unless
 HVDA_REQUIRE_CONTAINERS=1 (.ci/run sets it). Marked `slow`.
 """
@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -48,45 +47,25 @@ def podman_env():
     return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
 
 
-def host_pip_settings():
-    """(env, read-only mounts) that give pip in the container the host's
-    settings: index URLs, find-links folders, the CA bundle."""
-    r = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
-                       text=True, timeout=60)
-    env, mounts = {}, set()
-    for line in r.stdout.splitlines():
-        m = re.fullmatch(r"[^.]*\.([a-z-]+)='(.*)'", line.strip())
-        if not m or m.group(1) not in ("cert", "find-links", "index-url", "extra-index-url"):
-            continue
-        key, value = m.groups()
-        env["PIP_" + key.upper().replace("-", "_")] = value
-        for item in value.split():
-            path = item[len("file://"):] if item.startswith("file://") else item
-            if path.startswith("/") and os.path.exists(path):
-                # A local simple index links to files beside it (../files/).
-                mounts.add(os.path.dirname(path.rstrip("/")) if path.rstrip("/").endswith("/simple")
-                           else path)
-    return env, sorted(mounts)
-
-
 @pytest.fixture(scope="module")
-def container(wheels):
+def container(wheels, tmp_path_factory):
     """A running clean Debian 12 container with the wheels at /wheels and the
     jobs at /jobs; yields exec(cmd, timeout) -> CompletedProcess."""
     r = run(["bash", REPO / "scripts" / "stand_in_base.sh", IMAGE, *IMAGE_PACKAGES], BASE_TIMEOUT,
             env=podman_env())
     assert r.returncode == 0, "scripts/stand_in_base.sh failed" + tail(r)
-    pip_env, pip_mounts = host_pip_settings()
+    pip_mounts = subprocess.run([sys.executable, REPO / "scripts" / "pip_passthrough.py",
+                                 tmp_path_factory.mktemp("pip")], capture_output=True, text=True,
+                                timeout=120, check=True).stdout.split()
     cache = subprocess.run([sys.executable, "-m", "pip", "cache", "dir"], capture_output=True,
                            text=True, timeout=60).stdout.strip()
     name = f"hvda-wheel-test-{uuid.uuid4().hex[:8]}"
     cmd = ["podman", "run", "-d", "--rm", "--name", name, "--network", "host", "--shm-size", "1g",
            "-v", f"{wheels['horovod_accel'].parent}:/wheels:ro", "-v", f"{JOBS}:/jobs:ro"]
-    for path in pip_mounts:
-        cmd += ["-v", f"{path}:{path}:ro"]
+    cmd += pip_mounts   # the host's pip settings at /etc/pip.conf, and what they name
     if cache and os.path.isdir(cache):
         cmd += ["-v", f"{cache}:/root/.cache/pip"]
-    for k, v in {**pip_env, "OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3",
+    for k, v in {"OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3",
                  "PIP_DISABLE_PIP_VERSION_CHECK": "1"}.items():
         cmd += ["-e", f"{k}={v}"]
     r = run(cmd + [IMAGE, "sleep", "3600"], 120, env=podman_env())
