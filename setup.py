@@ -25,6 +25,9 @@ Environment knobs:
   HVDA_BUILD_TENSORFLOW  OFF leaves the TensorFlow op library out (default ON)
   HVDA_GLOO_ROOT     prefix of a Gloo build (scripts/build_gloo.sh) to link
                      instead of the system's
+  HVDA_OPENMPI_INCLUDE_DIR, HVDA_MPICH_INCLUDE_DIR  where mpi.h of each MPI
+                     family is, when no mpicc wrapper on PATH says (the MPI
+                     shims are skipped without them, docs/design/mpi.md)
   HVDA_SETUPTOOLS_BUILD_BASE  setuptools' own build folder (default build/);
                      scripts/build_wheels.sh points it at a fresh folder so a
                      wheel never picks up stale files of an earlier build
@@ -63,6 +66,9 @@ class CMakeBuild(build_ext):
         ]
         if os.environ.get("HVDA_GLOO_ROOT"):
             cfg.append(f"-DCMAKE_PREFIX_PATH={os.path.abspath(os.environ['HVDA_GLOO_ROOT'])}")
+        for var in ("HVDA_OPENMPI_INCLUDE_DIR", "HVDA_MPICH_INCLUDE_DIR"):  # csrc/mpi/CMakeLists.txt
+            if os.environ.get(var):
+                cfg.append(f"-D{var}={os.environ[var]}")
         targets = ["_core"]
         if _tensorflow_ops_enabled():
             # The TensorFlow op library (csrc/tensorflow): built whether or
