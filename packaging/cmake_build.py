@@ -72,7 +72,8 @@ def configure_and_build(cmake, src, build_dir, args, targets, jobs, who):
         if reason is None:
             reason = next((why for needle, why in _CONFIGURE_FAILURES if needle in output), None)
         if reason is not None:
-            raise SystemExit(f"{who}: cannot build from source: {reason}\n(CMake's output: {log})")
+            raise SystemExit(f"{who}: cannot build from source: {reason}\n"
+                             f"(CMake's output: {log}; pip removes it unless given --no-clean)")
         last = "\n".join(output.rstrip().splitlines()[-25:])
         raise SystemExit(f"{who}: the CMake {step} step failed; its last lines:\n{last}\n"
-                         f"(all of CMake's output: {log})")
+                         f"(all of CMake's output: {log}; pip removes it unless given --no-clean)")

@@ -10,3 +10,10 @@ def wheels(tmp_path_factory):
     session by scripts/build_wheels.sh (test_wheels.py and
     test_wheels_in_container.py both install them)."""
     return wheel_build.build_wheels(tmp_path_factory.mktemp("dist"))
+
+
+@pytest.fixture(scope="session")
+def sdist(tmp_path_factory):
+    """The core's source archive (horovod_accel-<v>.tar.gz), built from the
+    checkout with setuptools' sdist (MANIFEST.in says what it carries)."""
+    return wheel_build.build_sdist(tmp_path_factory.mktemp("sdist"))

@@ -10,8 +10,8 @@ horovod_accel_cuda) once per session (conftest.py); here
   `horovodrun`, from a folder outside the repository, using the core's
   collectives on numpy buffers (no framework), and `horovodrun --check-build`,
   which must list both plugins (unavailable here: no vendor runtime);
-- order (a) of TensorFlow support, a plain isolated `pip install .` then
-  tensorflow, compiles the core once more and runs only with
+- order (a) of TensorFlow support, a plain isolated `pip install` of the
+  sdist then tensorflow, compiles the core once more and runs only with
   HVDA_TEST_ISOLATED_INSTALL=1 (.ci/run sets it). Order (b), the core wheel
   then tensorflow, runs on a clean Debian 12 in test_wheels_in_container.py;
 - scripts/lint_docker.sh lints every docker/Dockerfile.* with hadolint.
@@ -29,6 +29,7 @@ import zipfile
 
 import pytest
 
+import emulated_build
 from wheel_build import BUILD_TIMEOUT, PLUGINS, REPO, run, tail
 
 INSTALL_TIMEOUT = 600
@@ -305,6 +306,55 @@ def test_check_build_lists_both_plugins(venv, tmp_path):
         assert re.search(pattern, out), f"plugin {device} ({lib}) is not listed as loaded:\n{out}"
 
 
+@pytest.fixture(scope="module")
+def unpacked_wheels(wheels, tmp_path_factory):
+    """The core and plugin wheels unpacked into one folder, to put first on
+    PYTHONPATH of the checkout's own interpreter (which has torch)."""
+    root = tmp_path_factory.mktemp("unpacked")
+    for whl in wheels.values():
+        with zipfile.ZipFile(whl) as z:
+            z.extractall(root)
+    for so in root.rglob("*.so"):
+        so.chmod(0o755)
+    return root
+
+
+@pytest.mark.parametrize("device", PLUGINS)
+def test_plugin_wheel_passes_conformance_over_the_emulated_stack(unpacked_wheels, tmp_path, device):
+    # The release core and plugin (zig-built, libc++ inside) run the device
+    # conformance suite at np 2 in plugin memory on the emulated vendor
+    # libraries, and every process exits cleanly: a plugin whose static
+    # destructors outlive its dlclose crashes every process at exit
+    # (csrc/devices/dso_finalize.cc). The suite needs torch, so this runs the
+    # checkout's interpreter with the unpacked wheels first on its path.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOROVOD_")}
+    env.update(emulated_build.plugin_env(device))
+    env["PYTHONPATH"] = str(unpacked_wheels)
+    env["OMP_NUM_THREADS"] = "1"
+    r = run([sys.executable, "-m", "horovod_accel.runner.launch", "-np", "2", sys.executable,
+             "-c", "import horovod_accel._core as c, runpy, sys; print('CORE', c.__file__, flush=True); "
+                   "sys.argv[0] = 'conformance'; runpy.run_module('horovod_accel.conformance', "
+                   "run_name='__main__')",
+             "--device", device, "--memory", "plugin", "--quick"], 600, cwd=str(tmp_path), env=env)
+    assert r.returncode == 0, f"conformance on the {device} plugin wheel failed" + tail(r)
+    m = re.findall(r"conformance: (\d+) passed, (\d+) failed", r.stdout)
+    assert m and int(m[-1][0]) > 100 and m[-1][1] == "0", tail(r)
+    cores = re.findall(r"CORE (\S+)", r.stdout)
+    assert len(cores) == 2 and all(c.startswith(str(unpacked_wheels)) for c in cores), tail(r)
+    # init() loads the plugin, shutdown() dlcloses it, and the process must
+    # still exit cleanly (the zig-built plugin before dso_finalize.cc: SIGSEGV).
+    r = run([sys.executable, "-m", "horovod_accel.runner.launch", "-np", "2", sys.executable, "-c",
+             "from horovod_accel.common.basics import HorovodBasics as B; h = B(); h.init(); "
+             "h.shutdown(); print('SHUTDOWN-OK', flush=True)"], 120, cwd=str(tmp_path), env=env)
+    assert r.returncode == 0 and r.stdout.count("SHUTDOWN-OK") == 2, tail(r)
+    # The plugin that served the device is the wheel's, and usable.
+    plugin = unpacked_wheels / f"horovod_accel_{device}" / f"libhorovod_accel_{device}.so"
+    r = run([sys.executable, "-m", "horovod_accel.runner.launch", "--check-build"], 120,
+            cwd=str(tmp_path), env=env)
+    assert r.returncode == 0 and re.search(rf"\[X\] {device} \S+ \(device '{device}', ABI [0-9.]+, "
+                                           rf"{re.escape(str(plugin))}\)", r.stdout), tail(r)
+
+
 def test_dockerfiles_pass_hadolint():
     dockerfiles = sorted((REPO / "docker").glob("Dockerfile.*"))
     assert {p.name for p in dockerfiles} >= {"Dockerfile.cpu", "Dockerfile.cuda", "Dockerfile.gcu"}
@@ -317,17 +367,18 @@ def test_dockerfiles_pass_hadolint():
 @pytest.mark.skipif(os.environ.get("HVDA_TEST_ISOLATED_INSTALL") != "1",
                     reason="order (a) compiles the core once more (~4 min on 2 cores): set "
                            "HVDA_TEST_ISOLATED_INSTALL=1 to run it")
-def test_isolated_pip_install_then_tensorflow(tmp_path_factory, tmp_path):
-    # Order (a): a plain `pip install .` (default build isolation: setuptools,
-    # pybind11 and cmake come from the index, tensorflow is nowhere in the
-    # build environment), then tensorflow.
+def test_isolated_pip_install_then_tensorflow(sdist, tmp_path_factory, tmp_path):
+    # Order (a): a plain `pip install horovod_accel-<v>.tar.gz` (the sdist;
+    # default build isolation: setuptools, pybind11 and cmake come from the
+    # index, tensorflow is nowhere in the build environment; Gloo is the
+    # system's, libgloo-dev), then tensorflow.
     root = tmp_path_factory.mktemp("isolated")
     venv, pip, env = make_venv(root)
     build_env = {**env, "HVDA_SETUPTOOLS_BUILD_BASE": str(root / "setuptools"),
                  "HVDA_BUILD_DIR": str(root / "cmake")}
-    r = run(pip + ["install", "-q", REPO], BUILD_TIMEOUT, cwd=str(root), env=build_env)
-    assert r.returncode == 0, "pip install . (isolated) failed" + tail(r)
-    print(f"\nisolated pip install . took {r.elapsed:.0f} s")
+    r = run(pip + ["install", "-q", sdist], BUILD_TIMEOUT, cwd=str(root), env=build_env)
+    assert r.returncode == 0, f"pip install {sdist.name} (isolated) failed" + tail(r)
+    print(f"\nisolated pip install {sdist.name} took {r.elapsed:.0f} s")
     site = next((venv / "lib").glob("python3*/site-packages"))
     assert (site / "horovod_accel" / "tensorflow" / "libhvda_tf_ops.so").exists()
     install_tensorflow_later(venv, pip, env, root)

@@ -6,7 +6,8 @@ trains a 2-rank torch job through its own `horovodrun`; then the plugin
 wheels, which `horovodrun --check-build` lists with why they cannot work
 there (no vendor library); then tensorflow-cpu, installed after the core,
 and a 2-rank TF2 tape job. So a wheel needing a library of the build machine
-cannot land again.
+cannot land again. The sdist there (no compiler) fails with one line saying
+what to install.
 
 The container uses the host's network (its ranks talk over loopback), the
 host's pip settings (index, local wheel folders, CA bundle: mounted
@@ -48,9 +49,10 @@ def podman_env():
 
 
 @pytest.fixture(scope="module")
-def container(wheels, tmp_path_factory):
-    """A running clean Debian 12 container with the wheels at /wheels and the
-    jobs at /jobs; yields exec(cmd, timeout) -> CompletedProcess."""
+def container(wheels, sdist, tmp_path_factory):
+    """A running clean Debian 12 container with the wheels at /wheels, the
+    sdist at /sdist and the jobs at /jobs; yields exec(cmd, timeout) ->
+    CompletedProcess."""
     r = run(["bash", REPO / "scripts" / "stand_in_base.sh", IMAGE, *IMAGE_PACKAGES], BASE_TIMEOUT,
             env=podman_env())
     assert r.returncode == 0, "scripts/stand_in_base.sh failed" + tail(r)
@@ -61,7 +63,8 @@ def container(wheels, tmp_path_factory):
                            text=True, timeout=60).stdout.strip()
     name = f"hvda-wheel-test-{uuid.uuid4().hex[:8]}"
     cmd = ["podman", "run", "-d", "--rm", "--name", name, "--network", "host", "--shm-size", "1g",
-           "-v", f"{wheels['horovod_accel'].parent}:/wheels:ro", "-v", f"{JOBS}:/jobs:ro"]
+           "-v", f"{wheels['horovod_accel'].parent}:/wheels:ro", "-v", f"{sdist.parent}:/sdist:ro",
+           "-v", f"{JOBS}:/jobs:ro"]
     cmd += pip_mounts   # the host's pip settings at /etc/pip.conf, and what they name
     if cache and os.path.isdir(cache):
         cmd += ["-v", f"{cache}:/root/.cache/pip"]
@@ -134,3 +137,14 @@ def test_tensorflow_installed_after_the_core_wheel(container):
     assert set(re.findall(r"TF-WHEEL-JOB-OK rank=(\d+) size=2", r.stdout)) == {"0", "1"}, tail(r)
     r = container(f"{VENV}/bin/horovodrun --check-build", 120)
     assert r.returncode == 0 and "[X] TensorFlow" in r.stdout, tail(r)
+
+
+def test_sdist_without_a_compiler_says_so_in_one_line(container, sdist):
+    # The documented build dependencies are missing here (no compiler, no
+    # Gloo): pip's build must end with what to install, not CMake's trace.
+    r = container(f"python3 -m venv /opt/sdist-venv && /opt/sdist-venv/bin/pip install /sdist/{sdist.name}",
+                  INSTALL_TIMEOUT)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, "the sdist built without a compiler?" + tail(r)
+    assert "horovod_accel: cannot build from source: a C++17 compiler is needed" in out, tail(r)
+    assert "CMake Error" not in out and "Traceback" not in out, tail(r)

@@ -4,6 +4,7 @@ builds every wheel once per session with scripts/build_wheels.sh (the
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -47,3 +48,12 @@ def build_wheels(dist):
     expected = {"horovod_accel"} | {f"horovod_accel_{p}" for p in PLUGINS}
     assert set(found) == expected, f"wheels built: {sorted(found)}, expected {sorted(expected)}" + tail(r)
     return found
+
+
+def build_sdist(out):
+    """The path of the core's sdist, built into out."""
+    r = run([sys.executable, REPO / "setup.py", "-q", "sdist", "-d", out], 300, cwd=str(REPO))
+    assert r.returncode == 0, "setup.py sdist failed" + tail(r)
+    found = sorted(Path(out).glob("horovod_accel-*.tar.gz"))
+    assert len(found) == 1, f"sdist built: {found}" + tail(r)
+    return found[0]
