@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "kernels/cpu_features.h"
 #include "kernels/half.h"
 
 namespace hvda {
@@ -24,14 +25,7 @@ inline float FromBits(uint32_t u) {
   return f;
 }
 
-// Decided once per process; immutable afterwards.
-bool HasF16C() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  }();
-  return has;
-}
+bool HasF16C() { return kernels::CpuHasAvx2F16c(); }
 
 __attribute__((target("avx2,f16c"))) void HalfToFloatF16C(const uint16_t* src, float* dst,
                                                           int64_t n) {
@@ -108,14 +102,12 @@ void FloatToHalfN(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }
 
-__attribute__((target_clones("avx2", "default")))
-void BFloat16ToFloatN(const uint16_t* src, float* dst, int64_t n) {
+HVDA_AVX2_DISPATCH(BFloat16ToFloatN, (const uint16_t* src, float* dst, int64_t n), (src, dst, n), {
   for (int64_t i = 0; i < n; ++i) dst[i] = FromBits(static_cast<uint32_t>(src[i]) << 16);
-}
+})
 
-__attribute__((target_clones("avx2", "default")))
-void FloatToBFloat16N(const float* src, uint16_t* dst, int64_t n) {
+HVDA_AVX2_DISPATCH(FloatToBFloat16N, (const float* src, uint16_t* dst, int64_t n), (src, dst, n), {
   for (int64_t i = 0; i < n; ++i) dst[i] = RoundToBFloat16(Bits(src[i]));
-}
+})
 
 }  // namespace hvda

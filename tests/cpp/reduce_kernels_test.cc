@@ -1,14 +1,21 @@
 // The host reduce and scale kernels (kernels/reduce_kernels.h): integer
 // truncation, exact float scaling, upstream's scale-factor contract,
-// reduction ops and 16-bit accumulation.
+// reduction ops, 16-bit accumulation, output aliasing an input, and the CPU
+// features that choose the AVX2 loops (kernels/cpu_features.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <random>
+#include <sstream>
+#include <string>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/cpu_features.h"
 #include "kernels/reduce_kernels.h"
 #include "float_bits_test_util.h"
 
@@ -109,6 +116,89 @@ TEST(CpuKernels, ReduceOpsAndWrapAround) {
   EXPECT_FALSE(kernels::IsReducible(DataType::kBool, ReduceOp::kSum));
   EXPECT_FALSE(kernels::IsReducible(DataType::kFloat32, ReduceOp::kAverage));
   EXPECT_TRUE(kernels::IsReducible(DataType::kBFloat16, ReduceOp::kProduct));
+}
+
+// The scalar definition of each op (wrapping integer arithmetic; Min/Max
+// take the first operand unless the second compares strictly smaller or
+// larger, which fixes what a NaN gives).
+template <typename T>
+T Reference(ReduceOp op, T x, T y) {
+  using U = typename std::conditional<std::is_integral<T>::value, std::make_unsigned<T>,
+                                      std::common_type<T>>::type::type;
+  switch (op) {
+    case ReduceOp::kSum: return static_cast<T>(static_cast<U>(x) + static_cast<U>(y));
+    case ReduceOp::kProduct: return static_cast<T>(static_cast<U>(x) * static_cast<U>(y));
+    case ReduceOp::kMin: return y < x ? y : x;
+    case ReduceOp::kMax: return x < y ? y : x;
+    default: return x;
+  }
+}
+
+template <typename T>
+void CheckAliasing(DataType dtype) {
+  // 1031 elements: every vector width's body and a tail.
+  const int64_t n = 1031;
+  std::mt19937 rng(7);
+  std::vector<T> a(n), b(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_integral<T>::value) {
+      a[i] = static_cast<T>(rng());
+      b[i] = static_cast<T>(rng());
+    } else {
+      a[i] = static_cast<T>(static_cast<int>(rng() % 2001) - 1000) / T(8);
+      b[i] = static_cast<T>(static_cast<int>(rng() % 2001) - 1000) / T(8);
+    }
+  }
+  if constexpr (!std::is_integral<T>::value) {
+    a[3] = std::numeric_limits<T>::quiet_NaN();
+    b[5] = std::numeric_limits<T>::quiet_NaN();
+  }
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProduct, ReduceOp::kMin, ReduceOp::kMax}) {
+    std::vector<T> want(n);
+    for (int64_t i = 0; i < n; ++i) want[i] = Reference(op, a[i], b[i]);
+    std::vector<T> apart(n), into_a = a, into_b = b;
+    kernels::Reduce2(apart.data(), a.data(), b.data(), n, dtype, op);
+    kernels::Reduce2(into_a.data(), into_a.data(), b.data(), n, dtype, op);
+    kernels::Reduce2(into_b.data(), a.data(), into_b.data(), n, dtype, op);
+    for (const auto* got : {&apart, &into_a, &into_b}) {
+      ASSERT_EQ(0, std::memcmp(got->data(), want.data(), n * sizeof(T)))
+          << "dtype " << static_cast<int>(dtype) << ", op " << static_cast<int>(op)
+          << (got == &apart ? ", output apart" : got == &into_a ? ", output is a" : ", output is b");
+    }
+  }
+}
+
+TEST(CpuKernels, Reduce2IsExactWhetherTheOutputIsAnInputOrNot) {
+  CheckAliasing<uint8_t>(DataType::kUInt8);
+  CheckAliasing<int8_t>(DataType::kInt8);
+  CheckAliasing<int16_t>(DataType::kInt16);
+  CheckAliasing<uint16_t>(DataType::kUInt16);
+  CheckAliasing<int32_t>(DataType::kInt32);
+  CheckAliasing<int64_t>(DataType::kInt64);
+  CheckAliasing<float>(DataType::kFloat32);
+  CheckAliasing<double>(DataType::kFloat64);
+}
+
+TEST(CpuKernels, CpuFeaturesAgreeWithTheKernel) {
+  // Linux lists in /proc/cpuinfo only the features the OS lets programs use
+  // (it drops avx2 where it does not save the YMM state).
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line) && line.rfind("flags", 0) != 0) {
+  }
+  if (line.empty()) GTEST_SKIP() << "no flags line in /proc/cpuinfo";
+  std::istringstream words(line.substr(line.find(':') + 1));
+  bool avx2 = false, f16c = false;
+  for (std::string w; words >> w;) {
+    avx2 |= w == "avx2";
+    f16c |= w == "f16c";
+  }
+#if defined(__x86_64__)
+  EXPECT_EQ(kernels::CpuHasAvx2(), avx2);
+  EXPECT_EQ(kernels::CpuHasAvx2F16c(), avx2 && f16c);
+#else
+  EXPECT_FALSE(kernels::CpuHasAvx2());
+#endif
 }
 
 TEST(CpuKernels, HalfReduceRoundsOnce) {
