@@ -209,6 +209,11 @@ def test_wheel_is_manylinux_2_28_with_no_outside_library(wheels, name):
                                     run(["readelf", "-d", path], 60).stdout))
             extra = needed - allowed - ({"libtensorflow_framework.so.2"} if "libhvda_tf_ops" in name else set())
             assert not extra, f"{whl.name}: {name} needs {sorted(extra)} from the system"
+            if "_core" in name or "libhorovod_accel_" in name:
+                # glibc's tuned memcpy, not a toolchain runtime's copy linked
+                # in (zig's compiler-rt brought one; docs/design/packaging.md).
+                dyn = run(["readelf", "--dyn-syms", "-W", path], 60).stdout
+                assert re.search(r"\bUND memcpy@", dyn), f"{whl.name}: {name} does not call glibc's memcpy"
 
 
 def test_core_wheel_holds_the_core_and_no_framework(wheels):
