@@ -7,7 +7,8 @@ wheels, which `horovodrun --check-build` lists with why they cannot work
 there (no vendor library); then tensorflow-cpu, installed after the core,
 and a 2-rank TF2 tape job. So a wheel needing a library of the build machine
 cannot land again. The sdist there (no compiler) fails with one line saying
-what to install.
+what to install. On Debian 11 (glibc 2.31), the plugin and MXNet libraries
+load and the plugins' entry points answer.
 
 The container uses the host's network (its ranks talk over loopback), the
 host's pip settings (index, local wheel folders, CA bundle: mounted
@@ -22,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+import zipfile
 
 import pytest
 
@@ -29,6 +31,7 @@ from wheel_build import PLUGINS, REPO, run, tail
 
 IMAGE = "localhost/hvda-stand-in/debian12-python"
 IMAGE_PACKAGES = ("python3", "python3-venv", "python3-pip")
+OLD_GLIBC_IMAGE = "localhost/hvda-stand-in/debian11-python"   # glibc 2.31
 CONTAINERS_CONF = REPO / "docker" / "podman" / "containers.conf"
 JOBS = REPO / "tests" / "python" / "wheel_scripts"
 VENV = "/opt/venv"
@@ -148,3 +151,22 @@ def test_sdist_without_a_compiler_says_so_in_one_line(container, sdist):
     assert r.returncode != 0, "the sdist built without a compiler?" + tail(r)
     assert "horovod_accel: cannot build from source: a C++17 compiler is needed" in out, tail(r)
     assert "CMake Error" not in out and "Traceback" not in out, tail(r)
+
+
+def test_binaries_load_on_an_older_glibc(wheels, tmp_path):
+    # The manylinux tag says glibc 2.24 is enough. Debian 11 (glibc 2.31) is
+    # the oldest release reachable here; its Python 3.9 cannot import the
+    # cp311 core, so the Python-independent binaries are loaded with ctypes.
+    r = run(["bash", REPO / "scripts" / "stand_in_base.sh", OLD_GLIBC_IMAGE, "python3"], BASE_TIMEOUT,
+            env={**podman_env(), "HVDA_DEBIAN_SUITE": "bullseye"})
+    assert r.returncode == 0, "scripts/stand_in_base.sh (bullseye) failed" + tail(r)
+    unpacked = tmp_path / "unpacked"
+    for whl in wheels.values():
+        with zipfile.ZipFile(whl) as z:
+            z.extractall(unpacked)
+    r = run(["podman", "run", "--rm", "-v", f"{unpacked}:/w:ro", "-v", f"{JOBS}:/jobs:ro", OLD_GLIBC_IMAGE,
+             "python3", "/jobs/load_on_old_glibc.py", "/w"], 120, env=podman_env())
+    assert r.returncode == 0, "loading the wheels' binaries on Debian 11 failed" + tail(r)
+    assert "glibc 2.31" in r.stdout, tail(r)
+    loaded = set(re.findall(r"OLD-GLIBC-LOADED (\S+)", r.stdout))
+    assert loaded == {f"libhorovod_accel_{p}.so" for p in PLUGINS} | {"libhvda_mxnet.so"}, tail(r)
