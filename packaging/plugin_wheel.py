@@ -150,6 +150,9 @@ def setup_plugin(device, here):
         distclass=BinaryDistribution,
         python_requires=">=3.10",
         license_expression="Apache-2.0",
+        # Links to the repository's files (packaging/horovod_accel_<device>/),
+        # which setuptools copies as files into the wheel and the sdist.
+        license_files=["LICENSE", "THIRD_PARTY_NOTICES.md"],
         install_requires=["horovod_accel>=0.1.0"],
         entry_points={"horovod_accel.plugins": [f"{DEVICE} = {PACKAGE}:library_path"]},
         cmdclass={"build_py": BuildPyWithPlugin, "bdist_wheel": PlatformWheel, "sdist": SdistWithSources},

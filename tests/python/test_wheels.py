@@ -268,6 +268,8 @@ def test_plugin_wheel_holds_its_library_and_entry_point(wheels, device):
     assert f"horovod_accel_{device}/libhorovod_accel_{device}.so" in names, names
     assert "[horovod_accel.plugins]" in eps and \
         f"{device} = horovod_accel_{device}:library_path" in eps, eps
+    for license_file in ("LICENSE", "THIRD_PARTY_NOTICES.md"):
+        assert any(n.endswith(f".dist-info/licenses/{license_file}") for n in names), names
 
 
 def test_installed_core_does_not_depend_on_the_build_tree(venv):
