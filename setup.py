@@ -130,6 +130,7 @@ options = {}
 if os.environ.get("HVDA_SETUPTOOLS_BUILD_BASE"):
     options["build"] = {"build_base": os.environ["HVDA_SETUPTOOLS_BUILD_BASE"]}
 
+
 def read_version():
     """The one version of the package: horovod_accel/__init__.py's __version__
     (CMakeLists.txt reads it too, for the core's build info)."""
