@@ -33,11 +33,10 @@ def reset_if_other_source(build_dir, src):
 
 # What a failed configure means, for the person running pip: CMake's own
 # words, mapped to the package to install. First match wins.
+_NO_COMPILER = "a C++17 compiler is needed (Debian/Ubuntu: apt-get install g++; RHEL/Fedora: dnf install gcc-c++)"
 _CONFIGURE_FAILURES = (
-    ("No CMAKE_CXX_COMPILER could be found",
-     "a C++17 compiler is needed (Debian/Ubuntu: apt-get install g++; RHEL/Fedora: dnf install gcc-c++)"),
-    ("CMAKE_CXX_COMPILER not set",
-     "a C++17 compiler is needed (Debian/Ubuntu: apt-get install g++; RHEL/Fedora: dnf install gcc-c++)"),
+    ("No CMAKE_CXX_COMPILER could be found", _NO_COMPILER),
+    ("CMAKE_CXX_COMPILER not set", _NO_COMPILER),
     ("Could NOT find Python3",
      "Python's C headers are needed (Debian/Ubuntu: apt-get install python3-dev; RHEL/Fedora: dnf install "
      "python3-devel)"),

@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # Builds every wheel of horovod_accel into DIST (default dist/), ready for a
 # package index (docs/design/packaging.md):
-#   horovod_accel-<v>-cp3X-cp3X-manylinux_2_28_x86_64.whl
+#   horovod_accel-<v>-cp3X-cp3X-manylinux_2_X_x86_64.whl
 #       the core (C++ core + CPU device with Gloo inside, horovodrun, the MPI
 #       shims, the TensorFlow and MXNet libraries, the `horovod` alias)
-#   horovod_accel_<device>-<v>-py3-none-manylinux_2_28_x86_64.whl
+#   horovod_accel_<device>-<v>-py3-none-manylinux_2_X_x86_64.whl
 #       one per device plugin (packaging/horovod_accel_<device>)
 # No wheel compiles against a framework's C++ ABI, none needs a library of the
 # build machine: Gloo is built from source as a static library
 # (scripts/build_gloo.sh) and linked into the core; every binary is checked
 # and tagged by `auditwheel repair`, which fails on any library outside the
 # manylinux policy (TensorFlow's own libtensorflow_framework.so.2 excepted:
-# the op library runs inside TensorFlow's process).
+# the op library runs inside TensorFlow's process). X is the most compatible
+# glibc level the binaries allow (24 with the zig toolchain).
 #
 # Toolchains (HVDA_WHEEL_TOOLCHAIN):
 #   zig     (default) zig's clang from the `ziglang` wheel, targeting glibc
 #           2.28 with libc++ linked statically (packaging/toolchain/zig.cmake):
-#           manylinux_2_28 wheels from any Linux build machine
+#           manylinux wheels from any Linux build machine
 #   system  the machine's own compiler: the tag is what its glibc and
 #           libstdc++ allow (manylinux_2_28 inside a manylinux_2_28 image, as
 #           cibuildwheel runs it: pyproject.toml [tool.cibuildwheel])

@@ -65,11 +65,15 @@ check_cpu() {
   podman run -d --name "$ID-launcher" --hostname launcher --network "$ID" --ip "$NET_PREFIX.2" \
     "${hosts[@]}" --shm-size 1g -v "$WORK/ssh:/home/mpiuser/.ssh:ro" \
     -v "$WORK/hostfile:/etc/mpi/hostfile:ro" "$image" sleep 3600 >/dev/null
-  local i
-  for i in $(seq 1 30); do  # sshd is up when the launcher can run a command on the worker
-    if podman exec "$ID-launcher" ssh worker true >/dev/null 2>&1; then break; fi
+  local i up=0
+  for i in $(seq 1 30); do  # polls, up to 30 s: sshd is up when the launcher can run a command there
+    if podman exec "$ID-launcher" ssh worker true >/dev/null 2>&1; then up=1; break; fi
     sleep 1
   done
+  [ "$up" = 1 ] || {
+    podman logs "$ID-worker" >&2 || true
+    echo "check_images: the worker's sshd (port 2222, as mpiuser) accepted no ssh from the launcher within 30 s" >&2
+    return 1; }
   # One rank in each container.
   local where
   where="$(timeout 120 podman exec "$ID-launcher" mpirun -np 2 --hostfile /etc/mpi/hostfile hostname | sort | paste -sd' ')"

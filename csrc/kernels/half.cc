@@ -25,8 +25,6 @@ inline float FromBits(uint32_t u) {
   return f;
 }
 
-bool HasF16C() { return kernels::CpuHasAvx2F16c(); }
-
 __attribute__((target("avx2,f16c"))) void HalfToFloatF16C(const uint16_t* src, float* dst,
                                                           int64_t n) {
   int64_t i = 0;
@@ -93,12 +91,12 @@ float BFloat16ToFloat(uint16_t b) { return FromBits(static_cast<uint32_t>(b) << 
 uint16_t FloatToBFloat16(float f) { return RoundToBFloat16(Bits(f)); }
 
 void HalfToFloatN(const uint16_t* src, float* dst, int64_t n) {
-  if (HasF16C()) return HalfToFloatF16C(src, dst, n);
+  if (kernels::CpuHasAvx2F16c()) return HalfToFloatF16C(src, dst, n);
   for (int64_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
 }
 
 void FloatToHalfN(const float* src, uint16_t* dst, int64_t n) {
-  if (HasF16C()) return FloatToHalfF16C(src, dst, n);
+  if (kernels::CpuHasAvx2F16c()) return FloatToHalfF16C(src, dst, n);
   for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }
 
