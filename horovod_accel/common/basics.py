@@ -12,6 +12,7 @@ import sys
 import warnings
 import threading
 
+from horovod_accel.common import compute_threads as _compute_threads
 from horovod_accel.common import mpi as _mpi
 from horovod_accel.common import process_sets as _ps
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME, NOT_INITIALIZED
@@ -50,7 +51,9 @@ class HorovodBasics:
         MPI, MPICH) without them, from MPI (horovod_accel.common.mpi.bootstrap).
         Idempotent while initialized (process sets given again are bound to the
         already registered sets with the same ranks). Registers shutdown() with
-        atexit. After shutdown(), or once this rank was told that its job
+        atexit. Sizes the frameworks' compute thread pools to this rank's
+        share of the host's CPUs unless the user chose (compute_threads.py).
+        After shutdown(), or once this rank was told that its job
         generation ended (an op of it raised the error of a peer's shutdown,
         a failure or a deadlock), init() starts a new job generation; until
         told, init() is a no-op whenever the news arrives (NOTE [Told of the
@@ -70,6 +73,7 @@ class HorovodBasics:
             os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
         process_sets = list(process_sets)
         _ps._check_process_set_list(process_sets)
+        _compute_threads.parse_setting(os.environ)  # a bad value fails before connecting
         self._check_comm(comm, None)
         rt = DEFAULT_RUNTIME.runtime()
         if rt.generation_end_told():
@@ -90,6 +94,7 @@ class HorovodBasics:
             else:
                 self._init_elastic(rt, sets, dynamic, paths)
         self._check_comm(comm, rt.size())
+        DEFAULT_RUNTIME.apply_compute_threads(rt.rank(), rt.local_size())
         with _atexit_lock:
             if not _atexit_registered:
                 atexit.register(self.shutdown)

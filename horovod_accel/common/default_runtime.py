@@ -30,6 +30,8 @@ class DefaultRuntime:
         self._reset_listeners = []
         self._elastic_worker = None
         self._elastic_checked = False
+        self._thread_setters = {}   # framework -> fn(n) (compute_threads.apply_at_init)
+        self._threads_reported = False
 
     @staticmethod
     def core():
@@ -105,6 +107,22 @@ class DefaultRuntime:
         with self._lock:
             if fn not in self._reset_listeners:
                 self._reset_listeners.append(fn)
+
+    def add_thread_setter(self, framework, fn):
+        """Registers fn(n) -> None or why-not, which sizes `framework`'s
+        compute pools to n threads at init() (compute_threads.py); an adapter
+        calls this when it is imported. Idempotent per framework."""
+        with self._lock:
+            self._thread_setters[framework] = fn
+
+    def apply_compute_threads(self, rank, local_size):
+        """compute_threads.apply_at_init with the registered setters; logs
+        only on the first call of the process."""
+        from horovod_accel.common import compute_threads  # noqa: PLC0415
+        with self._lock:
+            setters = dict(self._thread_setters)
+            first, self._threads_reported = not self._threads_reported, True
+        return compute_threads.apply_at_init(rank, local_size, setters, first)
 
     def notify_reset(self):
         with self._lock:

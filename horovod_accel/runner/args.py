@@ -41,6 +41,16 @@ class _NicAction(argparse.Action):
         setattr(namespace, self.dest, nics)
 
 
+def _threads_per_rank(text):
+    from horovod_accel.common.compute_threads import parse_setting  # noqa: PLC0415
+    try:
+        parse_setting({"HOROVOD_THREADS_PER_RANK": text})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 'auto', 'off' or a positive "
+                                         f"count") from None
+    return text
+
+
 def _bool_pair(group, on, off, dest, help_on, hide_on=False, hide_off=True):
     g = group.add_mutually_exclusive_group()
     g.add_argument(on, dest=dest, action="store_const", const=True, default=None,
@@ -133,6 +143,11 @@ def build_parser():
     g.add_argument("--thread-affinity", help="Core(s) for the background thread, comma list "
                                              "indexed by local rank (HOROVOD_THREAD_AFFINITY).")
     g.add_argument("--gloo-timeout-seconds", type=int, help="Gloo operation timeout (default: 30).")
+    g.add_argument("--threads-per-rank", dest="threads_per_rank", type=_threads_per_rank,
+                   help="Compute threads of each rank's frameworks (OMP_NUM_THREADS, torch, "
+                        "TensorFlow, MKL, OpenBLAS): 'auto' (default: the rank's share of its "
+                        "host's CPUs), a count, or 'off' (the frameworks' defaults). Variables "
+                        "set by the user win (HOROVOD_THREADS_PER_RANK).")
 
     g = p.add_argument_group("logging arguments")
     g.add_argument("--log-level", choices=LOG_LEVELS, help="Minimum core log level (default: WARNING).")

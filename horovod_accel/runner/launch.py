@@ -15,12 +15,15 @@ Env contract, per rank (rank_process.slot_env):
   PYTHONUNBUFFERED=1 (unless set), plus the tunables of tunables.py
   (e.g. HOROVOD_START_TIMEOUT from --start-timeout). HOROVOD_CPU_OPERATIONS is
   left alone: the core picks shared memory first on its own.
+  Ranks started on this machine also get their share of its CPUs as
+  OMP_NUM_THREADS & co., unless the user set them (common/compute_threads.py).
 """
 import functools
 import os
 import secrets
 import sys
 
+from horovod_accel.common import compute_threads
 from horovod_accel.rendezvous import network
 from horovod_accel.rendezvous.server import RendezvousStoreServer
 from horovod_accel.runner import args as args_mod
@@ -85,11 +88,20 @@ def _choose_gloo_iface(env, store_addr, local, verbose):
                                f"--network-interfaces picks another")
 
 
-def run(a):
-    """Runs the job described by parsed args; returns the exit code."""
+def base_env(a):
+    """The environment every rank starts from: horovodrun's own, plus the
+    HOROVOD_* variables of the flags in `a`. ValueError for a bad
+    HOROVOD_THREADS_PER_RANK (per-rank values are added by launch_rank)."""
     env = dict(os.environ)
     env.update(tunables.env_from_args(a))
     env.setdefault("PYTHONUNBUFFERED", "1")
+    compute_threads.parse_setting(env)
+    return env
+
+
+def run(a):
+    """Runs the job described by parsed args; returns the exit code."""
+    env = base_env(a)
     if a.use_mpi:
         return mpi_launch.run(a, env)
     if getattr(a, "elastic", False):

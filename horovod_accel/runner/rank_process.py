@@ -15,6 +15,7 @@ import subprocess
 import threading
 import time
 
+from horovod_accel.common import compute_threads
 from horovod_accel.runner import output
 
 SECRET_ENV = "_HOROVOD_SECRET_KEY"
@@ -122,12 +123,15 @@ class LaunchSettings:
 
 def launch_rank(settings, slot, store_addr, remote, on_exit, extra_env=None, label=None):
     """Starts the process of `slot` (over ssh when `remote`), with the
-    launcher's environment, the slot's HOROVOD_* variables and `extra_env`;
+    launcher's environment, the slot's HOROVOD_* variables, the compute
+    thread counts (local ranks only) and `extra_env`;
     forwards its output with the slot's rank as prefix. on_exit(RankProcess)
     is called from a daemon thread once the process has ended. Returns the
     RankProcess; raises LaunchError if it cannot be started."""
     env = dict(settings.env)
     env.update(slot_env(slot, store_addr, settings.store_port, settings.secret))
+    if not remote:  # a remote host's share is its own: hvd.init() works it out there
+        env.update(compute_threads.launcher_env(env, slot.local_size))
     env.update(extra_env or {})
     if remote:
         proc = start_remote(slot.hostname, settings.command, env, settings.ssh_port,

@@ -249,10 +249,8 @@ def run(func, args=(), kwargs=None, num_proc=1, min_num_proc=None, max_num_proc=
              ("cooldown_range", cooldown_range), ("elastic_timeout", elastic_timeout)],
             "min_num_proc or host_discovery_script")
 
-    from horovod_accel.runner import tunables  # noqa: PLC0415
-    env = dict(os.environ)
-    env.update(tunables.env_from_args(a))
-    env.setdefault("PYTHONUNBUFFERED", "1")
+    from horovod_accel.runner import launch  # noqa: PLC0415
+    env = launch.base_env(a)
     if a.elastic:
         return _run_elastic(a, env, payload)
     if a.use_mpi:

@@ -47,6 +47,7 @@ def env_from_args(args):
         env["NCCL_IB_DISABLE"] = "1"
     put("HOROVOD_THREAD_AFFINITY", args.thread_affinity)
     put("HOROVOD_GLOO_TIMEOUT_SECONDS", args.gloo_timeout_seconds)
+    put("HOROVOD_THREADS_PER_RANK", getattr(args, "threads_per_rank", None))
 
     put("HOROVOD_LOG_LEVEL", args.log_level)
     # --log-without-timestamp hides the time. (Upstream 0.28 exports the flag's

@@ -27,6 +27,7 @@ import re
 import tensorflow as tf
 
 from horovod_accel.common import basic_names as _basic_names
+from horovod_accel.tensorflow import threads as _threads  # noqa: F401 -- registers the thread setter
 from horovod_accel.common.basic_names import *  # noqa: F401,F403 (upstream's basics, re-exported)
 from horovod_accel.common.basic_names import Sum, is_homogeneous  # noqa: F401 (used; upstream API)
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME as _DEFAULT_RUNTIME

@@ -12,6 +12,7 @@ from horovod_accel.common import basic_names as _basic_names
 from horovod_accel.common.basic_names import *  # noqa: F401,F403 (upstream's basics, re-exported)
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME as _DEFAULT_RUNTIME
 from horovod_accel.common.exceptions import HorovodInternalError
+from horovod_accel.torch import threads as _threads  # noqa: F401 -- registers the thread setter
 from horovod_accel.common.process_sets import (ProcessSet, add_process_set, global_process_set,
                                                remove_process_set)
 from horovod_accel.common.process_sets import registered_id
