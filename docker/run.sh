@@ -15,8 +15,10 @@
 #                file's folder (default examples/pytorch/pytorch_synthetic_mlp.py).
 #   PYTHON       the interpreter (default: python3 on PATH after run.env).
 #   ARGS         passed to the script.
-#   Sets OMP_NUM_THREADS=1 and PYTHONUNBUFFERED=1 unless already set (ranks
-#   share their pod's cores; output reaches `kubectl logs` as it is printed).
+#   Sets PYTHONUNBUFFERED=1 unless already set (output reaches `kubectl logs`
+#   as it is printed). Compute threads are left to hvd.init(), which gives
+#   each rank its share of the pod's CPUs unless OMP_NUM_THREADS & co. are set
+#   (docs/settings.md, HOROVOD_THREADS_PER_RANK).
 #   Exit status and signals are the script's: it replaces this shell (exec).
 set -euo pipefail
 
@@ -25,7 +27,6 @@ if [ -f "$here/run.env" ]; then
   # shellcheck source=/dev/null
   . "$here/run.env"
 fi
-export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 export PYTHONUNBUFFERED="${PYTHONUNBUFFERED:-1}"
 
 script="${TRAIN_SCRIPT:-examples/pytorch/pytorch_synthetic_mlp.py}"

@@ -303,7 +303,7 @@ def test_run_sh_runs_the_training_script_like_a_rank(tmp_path):
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert got == {"argv": ["a", "b c"], "cwd": str(ws),
-                   "env": {"FROM_RUN_ENV": "1", "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}}
+                   "env": {"FROM_RUN_ENV": "1", "OMP_NUM_THREADS": None, "PYTHONUNBUFFERED": "1"}}
     r = run_sh(TRAIN_SCRIPT=str(ws / "train.py"), EXIT="7", OMP_NUM_THREADS="3")
     assert r.returncode == 7 and json.loads(r.stdout)["env"]["OMP_NUM_THREADS"] == "3"
     r = run_sh(TRAIN_SCRIPT="nope.py")

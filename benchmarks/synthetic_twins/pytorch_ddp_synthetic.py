@@ -1,0 +1,91 @@
+"""The DDP twin of upstream Horovod's examples/pytorch/pytorch_synthetic_benchmark.py
+(started by benchmarks/synthetic.py through `torchrun`, as DDP users start it).
+
+Same flags, model (torchvision, random init), fixed random batch, loss,
+optimizer (SGD, lr 0.01 x world size), warm-up and timing loop as upstream's
+script, and the same output lines, so the driver parses both alike. The
+model is wrapped in DistributedDataParallel (gloo on CPU, nccl on CUDA) and
+rank 0 broadcasts nothing else: DDP broadcasts the parameters when it wraps.
+
+--no-communication: the "ideal" row: no process group, every process trains
+alone on its own batch; each prints its own rate ("Rank <i> img/sec per
+<device>: ..."), the driver sums them.
+"""
+import argparse
+import os
+import timeit
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+import torch.optim as optim
+from torchvision import models
+
+p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+p.add_argument("--model", default="resnet50")
+p.add_argument("--batch-size", type=int, default=32)
+p.add_argument("--num-warmup-batches", type=int, default=10)
+p.add_argument("--num-batches-per-iter", type=int, default=10)
+p.add_argument("--num-iters", type=int, default=10)
+p.add_argument("--no-cuda", action="store_true", default=False)
+p.add_argument("--no-communication", action="store_true", default=False)
+args = p.parse_args()
+args.cuda = not args.no_cuda and torch.cuda.is_available()
+
+rank = int(os.environ.get("RANK", "0"))
+local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+size = int(os.environ.get("WORLD_SIZE", "1"))
+if args.cuda:
+    torch.cuda.set_device(local_rank)
+if not args.no_communication:
+    dist.init_process_group("nccl" if args.cuda else "gloo")
+
+model = getattr(models, args.model)()
+if args.cuda:
+    model.cuda()
+if not args.no_communication:
+    model = torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=[local_rank] if args.cuda else None)
+optimizer = optim.SGD(model.parameters(), lr=0.01 * size)
+
+data = torch.randn(args.batch_size, 3, 224, 224)
+target = torch.LongTensor(args.batch_size).random_() % 1000
+if args.cuda:
+    data, target = data.cuda(), target.cuda()
+
+
+def benchmark_step():
+    optimizer.zero_grad()
+    output = model(data)
+    loss = F.cross_entropy(output, target)
+    loss.backward()
+    optimizer.step()
+    if args.cuda:
+        torch.cuda.synchronize()
+
+
+def log(s):
+    if rank == 0:
+        print(s, flush=True)
+
+
+device = "GPU" if args.cuda else "CPU"
+log(f"Model: {args.model}")
+log(f"Batch size: {args.batch_size}")
+log(f"Number of {device}s: {size}")
+log("Running warmup...")
+timeit.timeit(benchmark_step, number=args.num_warmup_batches)
+log("Running benchmark...")
+img_secs = []
+for x in range(args.num_iters):
+    t = timeit.timeit(benchmark_step, number=args.num_batches_per_iter)
+    img_secs.append(args.batch_size * args.num_batches_per_iter / t)
+    log(f"Iter #{x}: {img_secs[-1]:.1f} img/sec per {device}")
+mean, conf = np.mean(img_secs), 1.96 * np.std(img_secs)
+if args.no_communication:
+    print(f"Rank {rank} img/sec per {device}: {mean:.1f} +-{conf:.1f}", flush=True)
+else:
+    log(f"Img/sec per {device}: {mean:.1f} +-{conf:.1f}")
+    log(f"Total img/sec on {size} {device}(s): {size * mean:.1f} +-{size * conf:.1f}")
+    dist.destroy_process_group()

@@ -1,0 +1,95 @@
+"""The MultiWorkerMirroredStrategy twin of upstream Horovod's
+examples/tensorflow2/tensorflow2_synthetic_benchmark.py (a GradientTape loop
+in a tf.function), started by benchmarks/synthetic.py as MWMS users start
+it: one process per worker, each with its TF_CONFIG.
+
+Same flags, Keras application model (random init), fixed random batch per
+replica, loss, optimizer (SGD 0.01), warm-up and timing loop as upstream's
+script, and the same output lines. Under MWMS the optimizer all-reduces the
+summed gradients, so the loss is divided by the number of replicas (the
+average, as hvd.DistributedGradientTape computes).
+
+--no-communication: the "ideal" row: no strategy, every process trains
+alone; each prints "Rank <i> img/sec per <device>: ...", the driver sums.
+"""
+import argparse
+import json
+import os
+import timeit
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.keras import applications
+
+p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+p.add_argument("--model", default="ResNet50")
+p.add_argument("--batch-size", type=int, default=32)
+p.add_argument("--num-warmup-batches", type=int, default=10)
+p.add_argument("--num-batches-per-iter", type=int, default=10)
+p.add_argument("--num-iters", type=int, default=10)
+p.add_argument("--no-cuda", action="store_true", default=False)
+p.add_argument("--no-communication", action="store_true", default=False)
+args = p.parse_args()
+if args.no_cuda:
+    os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
+device = "CPU" if args.no_cuda or not tf.config.list_physical_devices("GPU") else "GPU"
+
+if args.no_communication:
+    strategy = tf.distribute.get_strategy()  # the default: one replica, no communication
+    rank = int(os.environ.get("HVDA_TWIN_INDEX", "0"))
+else:
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    rank = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+size = strategy.num_replicas_in_sync
+
+with strategy.scope():
+    model = getattr(applications, args.model)(weights=None)
+    opt = tf.optimizers.SGD(0.01)
+
+data = tf.random.uniform([args.batch_size, 224, 224, 3])
+target = tf.random.uniform([args.batch_size, 1], minval=0, maxval=999, dtype=tf.int64)
+
+
+def replica_step():
+    with tf.GradientTape() as tape:
+        probs = model(data, training=True)
+        loss = tf.losses.sparse_categorical_crossentropy(target, probs)
+        loss = tf.reduce_sum(loss) / size
+    gradients = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(gradients, model.trainable_variables))
+
+
+@tf.function
+def benchmark_step():
+    strategy.run(replica_step)
+
+
+def log(s):
+    if rank == 0 and not args.no_communication:
+        print(s, flush=True)
+
+
+log(f"Model: {args.model}")
+log(f"Batch size: {args.batch_size}")
+log(f"Number of {device}s: {size}")
+with tf.device(device):
+    log("Running warmup...")
+    benchmark_step()
+    timeit.timeit(benchmark_step, number=args.num_warmup_batches)
+    log("Running benchmark...")
+    img_secs = []
+    for x in range(args.num_iters):
+        t = timeit.timeit(benchmark_step, number=args.num_batches_per_iter)
+        img_secs.append(args.batch_size * args.num_batches_per_iter / t)
+        log(f"Iter #{x}: {img_secs[-1]:.1f} img/sec per {device}")
+mean, conf = np.mean(img_secs), 1.96 * np.std(img_secs)
+if args.no_communication:
+    print(f"Rank {rank} img/sec per {device}: {mean:.1f} +-{conf:.1f}", flush=True)
+else:
+    log(f"Img/sec per {device}: {mean:.1f} +-{conf:.1f}")
+    log(f"Total img/sec on {size} {device}(s): {size * mean:.1f} +-{size * conf:.1f}")
+# Replicas that trained on different batches end equal only if the
+# gradients were all-reduced: the driver compares these lines.
+print(f"Rank {rank} weights sum: "
+      f"{float(sum(tf.reduce_sum(tf.cast(v, tf.float64)) for v in model.trainable_variables)):.9e}",
+      flush=True)
