@@ -1,5 +1,5 @@
-"""Prints, as one JSON line, the compute-thread variables this rank got and
-the pools its framework ended up with after hvd.init().
+"""Writes, as <THREAD_REPORT_DIR>/<rank>.json, the compute-thread variables
+this rank got and the pools its framework ended up with after hvd.init().
 
 argv[1]: "torch" (default), "tensorflow", or "tensorflow-late" (runs a
 TensorFlow op before hvd.init(), which fixes TensorFlow's pools)."""
@@ -26,7 +26,8 @@ else:
     pools = {"intra": tf.config.threading.get_intra_op_parallelism_threads(),
              "inter": tf.config.threading.get_inter_op_parallelism_threads()}
 
-print("THREADS " + json.dumps({"rank": hvd.rank(), "local_size": hvd.local_size(),
-                               "at_start": at_start, "pools": pools,
-                               "after_init": {k: os.environ.get(k) for k in VARIABLES}}),
-      flush=True)
+# One file per rank (mpirun may join lines of different ranks on its stdout).
+report = {"rank": hvd.rank(), "local_size": hvd.local_size(), "at_start": at_start,
+          "pools": pools, "after_init": {k: os.environ.get(k) for k in VARIABLES}}
+with open(os.path.join(os.environ["THREAD_REPORT_DIR"], f"{hvd.rank()}.json"), "w") as f:
+    json.dump(report, f)
