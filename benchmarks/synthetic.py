@@ -74,9 +74,10 @@ KERAS3_EDITS = {
     "tf2": ("opt.variables()", "opt.variables"),  # a property in Keras 3
     "keras": (",\n              experimental_run_tf_function=False)", ")"),  # no such argument
 }
-TOTAL = re.compile(r"Total img/sec on (\d+) \w+\(s\): ([0-9.]+)")
-PER_RANK = re.compile(r"Rank (\d+) img/sec per \w+: ([0-9.]+)")
-WEIGHTS = re.compile(r"Rank (\d+) weights sum: (\S+)")
+NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+TOTAL = re.compile(r"Total img/sec on (\d+) \w+\(s\): " + NUMBER)
+PER_RANK = re.compile(r"Rank (\d+) img/sec per \w+: " + NUMBER)
+WEIGHTS = re.compile(r"Rank (\d+) weights sum: " + NUMBER)
 
 
 def upstream_script(repo, rel, dest_dir, row, legacy_keras):
@@ -156,25 +157,28 @@ def jobs(peer, row, a, script, env):
 def run_job(peer, row, a, script, env, log_path):
     """Runs one job to its end; returns (img/s or None, reason or None)."""
     cmds = jobs(peer, row, a, script, env)
-    with open(log_path, "w") as log:
-        procs = []
-        for argv, job_env in cmds:
-            if a.verbose:
-                print("  $ " + " ".join(shlex.quote(c) for c in argv), file=sys.stderr)
+    logs = [f"{log_path}.{i}" for i in range(len(cmds))]  # one per process: lines stay whole
+    procs = []
+    for (argv, job_env), path in zip(cmds, logs):
+        if a.verbose:
+            print("  $ " + " ".join(shlex.quote(c) for c in argv), file=sys.stderr)
+        with open(path, "w") as log:
             procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=job_env,
                                           cwd=REPO_ROOT, start_new_session=True))
-        deadline = time.monotonic() + a.timeout
-        rcs = []
-        for p in procs:
-            try:
-                rcs.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
-            except subprocess.TimeoutExpired:
-                rcs.append(None)
-        for p, rc in zip(procs, rcs):
-            if rc is None:
-                stop_job(p)
-    with open(log_path, errors="replace") as f:
-        text = f.read()
+    deadline = time.monotonic() + a.timeout
+    rcs = []
+    for p in procs:
+        try:
+            rcs.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            rcs.append(None)
+    for p, rc in zip(procs, rcs):
+        if rc is None:
+            stop_job(p)
+    text = ""
+    for path in logs:
+        with open(path, errors="replace") as f:
+            text += f.read() + "\n"
     if None in rcs:
         return None, f"timed out after {a.timeout:.0f} s"
     if any(rcs):
