@@ -236,6 +236,36 @@ def run_logged(cmd, log_path, env, timeout, verbose=False):
         return rc, f.read()
 
 
+def run_processes(cmds, log_prefix, timeout, verbose=False):
+    """Starts every (argv, env) of `cmds` at once (each in its own session,
+    its output to `<log_prefix>.<i>`, so lines of different processes never
+    mix), waits up to `timeout` seconds for all of them and stops those still
+    running with their process trees. Returns ([exit code, or None on
+    timeout, per command], the logs' text joined in command order)."""
+    procs, logs = [], [f"{log_prefix}.{i}" for i in range(len(cmds))]
+    for (argv, env), path in zip(cmds, logs):
+        if verbose:
+            print("  $ " + " ".join(shlex.quote(c) for c in argv), file=sys.stderr)
+        with open(path, "w") as log:
+            procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                          cwd=REPO_ROOT, start_new_session=True))
+    deadline = time.monotonic() + timeout
+    rcs = []
+    for p in procs:
+        try:
+            rcs.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            rcs.append(None)
+    for p, rc in zip(procs, rcs):
+        if rc is None:
+            stop_job(p)
+    text = []
+    for path in logs:
+        with open(path, errors="replace") as f:
+            text.append(f.read())
+    return rcs, "\n".join(text)
+
+
 def run_peer(peer, a, cfg_path, workdir, env, hosts=None):
     """Runs one peer's job; returns (result dict or None, None or reason, job output tail)."""
     reason = preflight(peer, env)

@@ -56,7 +56,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from allreduce import REPO_ROOT, busy_processes, free_port, reason_line, spread, stop_job  # noqa: E402
+from allreduce import (REPO_ROOT, busy_processes, free_port, reason_line,  # noqa: E402
+                       run_processes, spread)
 
 sys.path.insert(0, REPO_ROOT)
 from horovod_accel.common import compute_threads  # noqa: E402
@@ -156,29 +157,7 @@ def jobs(peer, row, a, script, env):
 
 def run_job(peer, row, a, script, env, log_path):
     """Runs one job to its end; returns (img/s or None, reason or None)."""
-    cmds = jobs(peer, row, a, script, env)
-    logs = [f"{log_path}.{i}" for i in range(len(cmds))]  # one per process: lines stay whole
-    procs = []
-    for (argv, job_env), path in zip(cmds, logs):
-        if a.verbose:
-            print("  $ " + " ".join(shlex.quote(c) for c in argv), file=sys.stderr)
-        with open(path, "w") as log:
-            procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=job_env,
-                                          cwd=REPO_ROOT, start_new_session=True))
-    deadline = time.monotonic() + a.timeout
-    rcs = []
-    for p in procs:
-        try:
-            rcs.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            rcs.append(None)
-    for p, rc in zip(procs, rcs):
-        if rc is None:
-            stop_job(p)
-    text = ""
-    for path in logs:
-        with open(path, errors="replace") as f:
-            text += f.read() + "\n"
+    rcs, text = run_processes(jobs(peer, row, a, script, env), log_path, a.timeout, a.verbose)
     if None in rcs:
         return None, f"timed out after {a.timeout:.0f} s"
     if any(rcs):

@@ -35,7 +35,6 @@ import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,8 +42,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # Process handling shared with the allreduce benchmark.
-from allreduce import (REPO_ROOT, busy_processes, free_port, job_env, reason_line,  # noqa: E402
-                       spread, stop_job)
+from allreduce import (busy_processes, free_port, job_env, reason_line,  # noqa: E402
+                       run_processes, spread)
 
 WORKER = os.path.join(HERE, "train_peers", "train_worker.py")
 KERAS_WORKER = os.path.join(HERE, "train_peers", "keras_worker.py")
@@ -114,31 +113,13 @@ def job_cmds(peer, a, model, n, workdir, tag):
 
 def run_job(peer, a, model, n, workdir, tag, env):
     """Runs one job; returns (samples/s or None, reason or None)."""
-    procs = []
     log_path = os.path.join(workdir, f"{tag}.log")
     if a.framework == "tf":
         cmds, outs = tf_jobs(peer, a, model, n, workdir, tag)
     else:
         cmds = [(cmd, {}) for cmd, _ in job_cmds(peer, a, model, n, workdir, tag)]
-    with open(log_path, "w") as log:
-        for cmd, extra_env in cmds:
-            if a.verbose:
-                print("  $ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
-            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                          env=dict(env, **extra_env), cwd=REPO_ROOT,
-                                          start_new_session=True))
-        deadline = time.monotonic() + a.timeout
-        rcs = []
-        for p in procs:
-            try:
-                rcs.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
-            except subprocess.TimeoutExpired:
-                rcs.append(None)
-        for p, rc in zip(procs, rcs):
-            if rc is None:
-                stop_job(p)
-    with open(log_path, errors="replace") as f:
-        text = f.read()
+    rcs, text = run_processes([(cmd, dict(env, **extra_env)) for cmd, extra_env in cmds],
+                              log_path, a.timeout, a.verbose)
     if None in rcs:
         return None, f"timed out after {a.timeout:.0f} s"
     if any(rcs):

@@ -11,26 +11,20 @@ rank 0 broadcasts nothing else: DDP broadcasts the parameters when it wraps.
 alone on its own batch; each prints its own rate ("Rank <i> img/sec per
 <device>: ..."), the driver sums them.
 """
-import argparse
 import os
+import sys
 import timeit
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 import torch.optim as optim
 from torchvision import models
 
-p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-p.add_argument("--model", default="resnet50")
-p.add_argument("--batch-size", type=int, default=32)
-p.add_argument("--num-warmup-batches", type=int, default=10)
-p.add_argument("--num-batches-per-iter", type=int, default=10)
-p.add_argument("--num-iters", type=int, default=10)
-p.add_argument("--no-cuda", action="store_true", default=False)
-p.add_argument("--no-communication", action="store_true", default=False)
-args = p.parse_args()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from twin_common import parse_args, report  # noqa: E402
+
+args = parse_args(__doc__.splitlines()[0], "resnet50")
 args.cuda = not args.no_cuda and torch.cuda.is_available()
 
 rank = int(os.environ.get("RANK", "0"))
@@ -82,10 +76,6 @@ for x in range(args.num_iters):
     t = timeit.timeit(benchmark_step, number=args.num_batches_per_iter)
     img_secs.append(args.batch_size * args.num_batches_per_iter / t)
     log(f"Iter #{x}: {img_secs[-1]:.1f} img/sec per {device}")
-mean, conf = np.mean(img_secs), 1.96 * np.std(img_secs)
-if args.no_communication:
-    print(f"Rank {rank} img/sec per {device}: {mean:.1f} +-{conf:.1f}", flush=True)
-else:
-    log(f"Img/sec per {device}: {mean:.1f} +-{conf:.1f}")
-    log(f"Total img/sec on {size} {device}(s): {size * mean:.1f} +-{size * conf:.1f}")
+report(img_secs, rank, size, device, args.no_communication)
+if not args.no_communication:
     dist.destroy_process_group()

@@ -14,26 +14,19 @@ Keras 3's model.fit needs two fixes to run under MWMS at all
 --no-communication: the "ideal" row: no strategy, every process trains
 alone; each prints "Rank <i> img/sec per <device>: ...", the driver sums.
 """
-import argparse
 import json
 import os
 import sys
 from timeit import default_timer as timer
 
-import numpy as np
 import tensorflow as tf
 from tensorflow.keras import applications
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train_peers"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "train_peers")]
+from twin_common import parse_args, report, report_weights  # noqa: E402
 
-p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-p.add_argument("--model", default="ResNet50")
-p.add_argument("--batch-size", type=int, default=32)
-p.add_argument("--num-batches-per-iter", type=int, default=10)
-p.add_argument("--num-iters", type=int, default=10)
-p.add_argument("--no-cuda", action="store_true", default=False)
-p.add_argument("--no-communication", action="store_true", default=False)
-args = p.parse_args()
+args = parse_args(__doc__.splitlines()[0], "ResNet50", warmup=False)
 if args.no_cuda:
     os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
 device = "CPU" if args.no_cuda or not tf.config.list_physical_devices("GPU") else "GPU"
@@ -72,13 +65,7 @@ class TimingCallback(tf.keras.callbacks.Callback):
         self.img_secs = []
 
     def on_train_end(self, logs=None):
-        mean, conf = np.mean(self.img_secs), 1.96 * np.std(self.img_secs)
-        if args.no_communication:
-            print(f"Rank {rank} img/sec per {device}: {mean:.1f} +-{conf:.1f}", flush=True)
-        else:
-            print(f"Img/sec per {device}: {mean:.1f} +-{conf:.1f}")
-            print(f"Total img/sec on {size} {device}(s): {size * mean:.1f} +-{size * conf:.1f}",
-                  flush=True)
+        report(self.img_secs, rank, size, device, args.no_communication)
 
     def on_epoch_begin(self, epoch, logs=None):
         self.starttime = timer()
@@ -94,6 +81,4 @@ class TimingCallback(tf.keras.callbacks.Callback):
 callbacks = [TimingCallback()] if rank == 0 or args.no_communication else []
 model.fit(dataset, steps_per_epoch=args.num_batches_per_iter, callbacks=callbacks,
           epochs=args.num_iters, verbose=0)
-print(f"Rank {rank} weights sum: "
-      f"{float(sum(tf.reduce_sum(tf.cast(v, tf.float64)) for v in model.trainable_variables)):.9e}",
-      flush=True)
+report_weights(rank, model.trainable_variables, tf)

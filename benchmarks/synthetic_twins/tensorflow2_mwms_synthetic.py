@@ -12,24 +12,18 @@ average, as hvd.DistributedGradientTape computes).
 --no-communication: the "ideal" row: no strategy, every process trains
 alone; each prints "Rank <i> img/sec per <device>: ...", the driver sums.
 """
-import argparse
 import json
 import os
+import sys
 import timeit
 
-import numpy as np
 import tensorflow as tf
 from tensorflow.keras import applications
 
-p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-p.add_argument("--model", default="ResNet50")
-p.add_argument("--batch-size", type=int, default=32)
-p.add_argument("--num-warmup-batches", type=int, default=10)
-p.add_argument("--num-batches-per-iter", type=int, default=10)
-p.add_argument("--num-iters", type=int, default=10)
-p.add_argument("--no-cuda", action="store_true", default=False)
-p.add_argument("--no-communication", action="store_true", default=False)
-args = p.parse_args()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from twin_common import parse_args, report, report_weights  # noqa: E402
+
+args = parse_args(__doc__.splitlines()[0], "ResNet50")
 if args.no_cuda:
     os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
 device = "CPU" if args.no_cuda or not tf.config.list_physical_devices("GPU") else "GPU"
@@ -82,14 +76,5 @@ with tf.device(device):
         t = timeit.timeit(benchmark_step, number=args.num_batches_per_iter)
         img_secs.append(args.batch_size * args.num_batches_per_iter / t)
         log(f"Iter #{x}: {img_secs[-1]:.1f} img/sec per {device}")
-mean, conf = np.mean(img_secs), 1.96 * np.std(img_secs)
-if args.no_communication:
-    print(f"Rank {rank} img/sec per {device}: {mean:.1f} +-{conf:.1f}", flush=True)
-else:
-    log(f"Img/sec per {device}: {mean:.1f} +-{conf:.1f}")
-    log(f"Total img/sec on {size} {device}(s): {size * mean:.1f} +-{size * conf:.1f}")
-# Replicas that trained on different batches end equal only if the
-# gradients were all-reduced: the driver compares these lines.
-print(f"Rank {rank} weights sum: "
-      f"{float(sum(tf.reduce_sum(tf.cast(v, tf.float64)) for v in model.trainable_variables)):.9e}",
-      flush=True)
+report(img_secs, rank, size, device, args.no_communication)
+report_weights(rank, model.trainable_variables, tf)
