@@ -13,7 +13,6 @@ alone on its own batch; each prints its own rate ("Rank <i> img/sec per
 """
 import os
 import sys
-import timeit
 
 import torch
 import torch.distributed as dist
@@ -22,7 +21,7 @@ import torch.optim as optim
 from torchvision import models
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from twin_common import parse_args, report  # noqa: E402
+from twin_common import parse_args, report, timed_iterations  # noqa: E402
 
 args = parse_args(__doc__.splitlines()[0], "resnet50")
 args.cuda = not args.no_cuda and torch.cuda.is_available()
@@ -68,14 +67,7 @@ device = "GPU" if args.cuda else "CPU"
 log(f"Model: {args.model}")
 log(f"Batch size: {args.batch_size}")
 log(f"Number of {device}s: {size}")
-log("Running warmup...")
-timeit.timeit(benchmark_step, number=args.num_warmup_batches)
-log("Running benchmark...")
-img_secs = []
-for x in range(args.num_iters):
-    t = timeit.timeit(benchmark_step, number=args.num_batches_per_iter)
-    img_secs.append(args.batch_size * args.num_batches_per_iter / t)
-    log(f"Iter #{x}: {img_secs[-1]:.1f} img/sec per {device}")
+img_secs = timed_iterations(benchmark_step, args, device, log)
 report(img_secs, rank, size, device, args.no_communication)
 if not args.no_communication:
     dist.destroy_process_group()

@@ -15,13 +15,12 @@ alone; each prints "Rank <i> img/sec per <device>: ...", the driver sums.
 import json
 import os
 import sys
-import timeit
 
 import tensorflow as tf
 from tensorflow.keras import applications
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from twin_common import parse_args, report, report_weights  # noqa: E402
+from twin_common import parse_args, report, report_weights, timed_iterations  # noqa: E402
 
 args = parse_args(__doc__.splitlines()[0], "ResNet50")
 if args.no_cuda:
@@ -67,14 +66,7 @@ log(f"Model: {args.model}")
 log(f"Batch size: {args.batch_size}")
 log(f"Number of {device}s: {size}")
 with tf.device(device):
-    log("Running warmup...")
-    benchmark_step()
-    timeit.timeit(benchmark_step, number=args.num_warmup_batches)
-    log("Running benchmark...")
-    img_secs = []
-    for x in range(args.num_iters):
-        t = timeit.timeit(benchmark_step, number=args.num_batches_per_iter)
-        img_secs.append(args.batch_size * args.num_batches_per_iter / t)
-        log(f"Iter #{x}: {img_secs[-1]:.1f} img/sec per {device}")
+    benchmark_step()  # traces the tf.function, as upstream's first_batch step
+    img_secs = timed_iterations(benchmark_step, args, device, log)
 report(img_secs, rank, size, device, args.no_communication)
 report_weights(rank, model.trainable_variables, tf)

@@ -1,6 +1,7 @@
 """What the synthetic twins share: upstream's command-line flags and result
 lines (benchmarks/synthetic.py parses them from every peer alike)."""
 import argparse
+import timeit
 
 import numpy as np
 
@@ -19,6 +20,21 @@ def parse_args(description, default_model, warmup=True):
     p.add_argument("--no-cuda", action="store_true", default=False)
     p.add_argument("--no-communication", action="store_true", default=False)
     return p.parse_args()
+
+
+def timed_iterations(step, args, device, log):
+    """Upstream's timing: --num-warmup-batches untimed steps, then
+    --num-iters timed blocks of --num-batches-per-iter steps each; returns
+    the blocks' img/sec (per process)."""
+    log("Running warmup...")
+    timeit.timeit(step, number=args.num_warmup_batches)
+    log("Running benchmark...")
+    img_secs = []
+    for x in range(args.num_iters):
+        t = timeit.timeit(step, number=args.num_batches_per_iter)
+        img_secs.append(args.batch_size * args.num_batches_per_iter / t)
+        log(f"Iter #{x}: {img_secs[-1]:.1f} img/sec per {device}")
+    return img_secs
 
 
 def report(img_secs, rank, size, device, no_communication):
