@@ -176,8 +176,8 @@ void CycleLoop::BackgroundLoop() {
     if (quiet) {
       // NOTE [Quiet cycles] (runtime_cycles.cc): nothing to negotiate here and
       // no peer waiting. The next check backs off like an idle cycle: a
-      // 1 ms tick that finds nothing to do still preempts a training thread
-      // on a busy core (resnet18, np 2 on 2 cores: 840 wake-ups per second).
+      // tick that finds nothing to do still preempts a training thread on a
+      // busy core.
       // An enqueue wakes a backed-off thread, and a peer that waits in a
       // cycle for this rank's op is joined when this rank enqueues it, so
       // only what no local op causes (a peer's shutdown, a stall to detect)
