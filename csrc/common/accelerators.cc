@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/util/settings.h"
+
 namespace hvda {
 
 Accelerators::~Accelerators() {
@@ -88,8 +90,8 @@ Status Accelerators::Bind(const std::string& device_type, int index,
   return Status::InvalidArgument(
       "tensor is on " + device_type + ":" + std::to_string(index) + ", but no device plugin for '" +
       device_type + "' is loaded (loaded: " + Known() + "). Install its plugin (e.g. pip install "
-      "horovod_accel_" + device_type + ") or name it in HOROVOD_ACCEL_PLUGINS, or move the tensor "
-      "to the CPU.");
+      "horovod_accel_" + device_type + ") or name it in " + setting_env::accel_plugins +
+      ", or move the tensor to the CPU.");
 }
 
 std::shared_ptr<PluginDevice> Accelerators::device(int local_rank, std::string* why) {

@@ -35,12 +35,12 @@ const BackendRegistration* BackendSelection::FindController(const std::string& n
   return nullptr;
 }
 
-Status BackendSelection::Create(const Registry* registry, const Config& config,
+Status BackendSelection::Create(const Registry* registry, const JobSpec& job,
                                 BackendSelection* out) {
   BackendSelection sel;
   sel.registry_ = registry;
   const std::vector<std::string> controller =
-      SplitSelectionList(config.GetString("HOROVOD_CONTROLLER"));
+      SplitSelectionList(job.settings.controller);
   sel.controller_ = controller.empty() ? "gloo" : controller[0];
   if (sel.controller_ != "gloo") {
     const BackendRegistration* reg = sel.FindController(sel.controller_);
@@ -48,27 +48,30 @@ Status BackendSelection::Create(const Registry* registry, const Config& config,
       std::string choices = "gloo (the default)";
       for (const auto& b : registry->backends())
         if (!b.control_hint.empty() && b.create_control) choices += ", or " + b.control_hint;
-      return Status::InvalidArgument("HOROVOD_CONTROLLER=" + sel.controller_ +
+      return Status::InvalidArgument(std::string(setting_env::controller) + "=" + sel.controller_ +
                                      " is not available in this build; use " + choices + ".");
     }
     if (reg->available)
-      HVDA_RETURN_IF_ERROR(reg->available(config, "HOROVOD_CONTROLLER=" + sel.controller_));
+      HVDA_RETURN_IF_ERROR(
+          reg->available(job, std::string(setting_env::controller) + "=" + sel.controller_));
   }
   // Backends that this process cannot run at all (mpi under horovodrun)
   // fail here, alike on every rank, before any peer is contacted.
-  for (const std::string& name : SplitSelectionList(config.GetString("HOROVOD_CPU_OPERATIONS")))
+  for (const std::string& name : SplitSelectionList(job.settings.cpu_operations))
     for (const auto& b : registry->backends())
       if (b.name == name && b.device == DeviceKind::kCPU && b.available)
-        HVDA_RETURN_IF_ERROR(b.available(config, "HOROVOD_CPU_OPERATIONS=" + name));
+        HVDA_RETURN_IF_ERROR(
+            b.available(job, std::string(setting_env::cpu_operations) + "=" + name));
   *out = std::move(sel);
   return Status::OK();
 }
 
-HierarchyUse BackendSelection::Hierarchy(const CommunicatorSpec& job, const Config& config) const {
+HierarchyUse BackendSelection::Hierarchy(const CommunicatorSpec& job,
+                                         const Settings& settings) const {
   HierarchyUse use;
   for (const auto& d : registry_->devices()) {
     if (!d.hierarchy) continue;
-    HierarchyUse h = d.hierarchy(job, config);
+    HierarchyUse h = d.hierarchy(job, settings);
     use.allreduce = use.allreduce || h.allreduce;
     use.allgather = use.allgather || h.allgather;
   }
@@ -78,13 +81,13 @@ HierarchyUse BackendSelection::Hierarchy(const CommunicatorSpec& job, const Conf
 Status BackendSelection::CreateProcessSetPlanes(const CommunicatorSpec& set_spec,
                                                 const std::string& gloo_iface,
                                                 ProcessSetPlanes* out) const {
-  const Config& config = *set_spec.config;
+  const JobSpec& job = *set_spec.job;
   const std::string prefix = set_spec.prefix;
   CommunicatorSpec spec = set_spec;
   ProcessSetPlanes planes;
   CollectiveBackend* control = nullptr;       // first backend that carries_control
   CollectiveBackend* named_control = nullptr;  // the HOROVOD_CONTROLLER backend, if a data plane
-  const std::string& wanted = config.GetString("HOROVOD_CPU_OPERATIONS");
+  const std::string& wanted = job.settings.cpu_operations;
   for (const std::string& name : SplitSelectionList(wanted)) {
     const BackendRegistration* reg = FindCpu(name);
     if (reg == nullptr) {
@@ -92,11 +95,12 @@ Status BackendSelection::CreateProcessSetPlanes(const CommunicatorSpec& set_spec
       std::string known;
       for (const auto& b : registry_->backends())
         if (b.device == DeviceKind::kCPU) known += (known.empty() ? "" : ", ") + b.name;
-      return Status::InvalidArgument("HOROVOD_CPU_OPERATIONS names '" + name +
+      return Status::InvalidArgument(std::string(setting_env::cpu_operations) + " names '" + name +
                                      "', which this build does not have; known: " + known + ".");
     }
     if (reg->available)
-      HVDA_RETURN_IF_ERROR(reg->available(config, "HOROVOD_CPU_OPERATIONS=" + name));
+      HVDA_RETURN_IF_ERROR(
+          reg->available(job, std::string(setting_env::cpu_operations) + "=" + name));
     if (reg->usable && !reg->usable(spec)) continue;
     spec.prefix = prefix + name + "/";
     std::unique_ptr<CollectiveBackend> backend;
@@ -107,7 +111,7 @@ Status BackendSelection::CreateProcessSetPlanes(const CommunicatorSpec& set_spec
     planes.backends.push_back(std::move(backend));
   }
   if (planes.backends.empty())
-    return Status::InvalidArgument("HOROVOD_CPU_OPERATIONS='" + wanted +
+    return Status::InvalidArgument(std::string(setting_env::cpu_operations) + "='" + wanted +
                                    "' leaves no usable CPU backend; use e.g. shm,gloo.");
   if (controller_ != "gloo") {
     // HOROVOD_CONTROLLER=<name>: negotiation over that backend, sharing the
@@ -119,7 +123,7 @@ Status BackendSelection::CreateProcessSetPlanes(const CommunicatorSpec& set_spec
     } else {
       const BackendRegistration* reg = FindController(controller_);
       if (reg == nullptr)
-        return Status::InvalidArgument("HOROVOD_CONTROLLER=" + controller_ +
+        return Status::InvalidArgument(std::string(setting_env::controller) + "=" + controller_ +
                                        " is not available in this build.");
       spec.prefix = prefix + "ctrl-" + controller_ + "/";
       std::unique_ptr<CollectiveBackend> own;

@@ -26,7 +26,7 @@
 #include "common/hal/collective_backend.h"
 #include "common/hal/registry.h"
 #include "common/transport/controller_transport.h"
-#include "common/util/config.h"
+#include "common/job_spec.h"
 #include "common/util/status.h"
 
 namespace hvda {
@@ -56,18 +56,18 @@ class BackendSelection {
   // backend this process cannot run (e.g. mpi outside mpirun). An unknown
   // HOROVOD_CPU_OPERATIONS name is reported by CreateProcessSetPlanes, as
   // before. registry: borrowed, outlives *out.
-  static Status Create(const Registry* registry, const Config& config, BackendSelection* out);
+  static Status Create(const Registry* registry, const JobSpec& job, BackendSelection* out);
 
   // "gloo" (the default) or the control name of a registered backend.
   const std::string& controller() const { return controller_; }
 
   // What the registered devices' backends use on `job` (every rank of the
   // job, with its hosts): the autotune log's hierarchical columns.
-  HierarchyUse Hierarchy(const CommunicatorSpec& job, const Config& config) const;
+  HierarchyUse Hierarchy(const CommunicatorSpec& job, const Settings& settings) const;
 
   // Collective over spec's ranks: every member calls it at the same point,
   // and blocks until each communicator is connected (up to
-  // spec.timeout_seconds). spec.config must be set; spec.prefix is the
+  // spec.timeout_seconds). spec.job must be set; spec.prefix is the
   // set's store-key prefix, under which each communicator gets its own.
   // `gloo_iface`: HOROVOD_GLOO_IFACE, for the Gloo controller transport.
   Status CreateProcessSetPlanes(const CommunicatorSpec& spec, const std::string& gloo_iface,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/util/settings.h"
+
 namespace hvda {
 
 Coordinator::Coordinator(int set_id, int size, std::vector<int> global_ranks, StallOptions stall,
@@ -225,8 +227,8 @@ void Coordinator::FailDeadlocked(ResponseList* out) {
       "than " + timeout.str() + " s, and no pending collective of process set " +
       std::to_string(set_id_) + " was submitted by all of its ranks, so none can ever complete. Pending, per rank: " +
       pending.str() + ". Every rank must submit the same collectives (matched by name); look "
-      "for rank-dependent control flow or names. (HOROVOD_DEADLOCK_TIMEOUT_SECONDS sets the "
-      "timeout; 0 disables this check.)";
+      "for rank-dependent control flow or names. (" + setting_env::deadlock_seconds +
+      " sets the timeout; 0 disables this check.)";
   for (const auto& name : order_) {
     auto it = table_.find(name);
     if (it == table_.end()) continue;
@@ -272,7 +274,7 @@ bool Coordinator::InspectStalls(ResponseList* out) {
       err.names = {kv.first};
       err.error = "Tensor '" + kv.first + "' stalled for " + std::to_string(static_cast<int>(waited)) +
                   " s waiting for ranks " + RankList(missing) +
-                  " (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS exceeded); shutting down.";
+                  " (" + setting_env::stall_shutdown_seconds + " exceeded); shutting down.";
       out->responses.push_back(err);
       shutdown = true;
     }

@@ -16,9 +16,14 @@ namespace hvda {
 // pointer, so a handle kept after shutdown never reaches the loop.
 class CycleLoop::Driver : public WorkDriver {
  public:
-  explicit Driver(CycleLoop* loop) : loop_(loop) {}
+  Driver(CycleLoop* loop, std::weak_ptr<void> owner)
+      : owned_(!owner.expired()), owner_(std::move(owner)), loop_(loop) {}
 
   void Drive(const Work& w, std::chrono::steady_clock::time_point deadline) override {
+    // The loop's owner stays alive while this thread drives (a Shutdown on
+    // another thread may drop the last other reference meanwhile).
+    std::shared_ptr<void> keep = owner_.lock();
+    if (owned_ && !keep) return;
     CycleLoop* loop = loop_.load();
     if (loop == nullptr || !loop->options_.inline_cycles) return;
     loop->drivers_.fetch_add(1);
@@ -46,15 +51,17 @@ class CycleLoop::Driver : public WorkDriver {
   }
 
  private:
+  const bool owned_;  // Start was given an owner
+  const std::weak_ptr<void> owner_;
   std::mutex mu_;
   std::atomic<CycleLoop*> loop_;
 };
 
-Status CycleLoop::Start(const CycleLoopOptions& options) {
+Status CycleLoop::Start(const CycleLoopOptions& options, std::weak_ptr<void> host_owner) {
   options_ = options;
   shutdown_requested_ = false;
   loop_ended_ = false;
-  driver_ = std::make_shared<Driver>(this);
+  driver_ = std::make_shared<Driver>(this, std::move(host_owner));
   work_driver_ = driver_;
   thread_ = std::thread([this] { BackgroundLoop(); });
   // Named so that top -H, gdb and perf show which thread is Horovod's.
@@ -174,7 +181,7 @@ void CycleLoop::BackgroundLoop() {
       }
     }
     if (quiet) {
-      // NOTE [Quiet cycles] (runtime_cycles.cc): nothing to negotiate here and
+      // NOTE [Quiet cycles] (generation_cycles.cc): nothing to negotiate here and
       // no peer waiting. The next check backs off like an idle cycle: a
       // tick that finds nothing to do still preempts a training thread on a
       // busy core.

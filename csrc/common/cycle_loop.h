@@ -1,10 +1,10 @@
 // CycleLoop: when negotiation cycles run and on which thread. It owns the
 // background thread and its pacing (NOTE [Cycle pacing], [Enqueue bursts],
-// in cycle_loop.cc; [Quiet cycles] in runtime_cycles.cc), the cycle mutex, the WorkDriver through
+// in cycle_loop.cc; [Quiet cycles] in generation_cycles.cc), the cycle mutex, the WorkDriver through
 // which a framework thread about to block on a Work runs the cycles itself
 // (NOTE [Inline cycles]), and the waits for device completions. What a cycle
 // does (negotiate and execute every process set) is the CycleHost's: the
-// Runtime (runtime_cycles.cc).
+// Generation (generation_cycles.cc).
 //
 // NOTE [Inline cycles]: a framework thread that is about to block on a Work
 // whose op still needs negotiation runs the cycles itself (Work::Wait ->
@@ -17,8 +17,8 @@
 // HOROVOD_INLINE_CYCLES=0 turns it off (every enqueue then wakes the
 // background thread).
 //
-// Thread-safety: Start/Stop from one thread at a time (the Runtime's
-// Init/Shutdown); everything else from any thread.
+// Thread-safety: Start/Stop from one thread at a time (the Generation's
+// Start/Stop); everything else from any thread.
 #pragma once
 
 #include <atomic>
@@ -34,7 +34,7 @@
 
 namespace hvda {
 
-// What a cycle does; implemented by the Runtime. Methods marked "cycle mutex
+// What a cycle does; implemented by the Generation. Methods marked "cycle mutex
 // held" are called by the CycleLoop only, under its cycle mutex, so never
 // concurrently with each other.
 class CycleHost {
@@ -82,7 +82,11 @@ class CycleLoop {
   // Starts a generation: a new WorkDriver and the background thread
   // ("hvd-background"). Must not be running. Returns the error of pinning
   // the thread to options.affinity_core (the thread runs regardless).
-  Status Start(const CycleLoopOptions& options);
+  // host_owner: the object that owns the host and this loop (a Generation),
+  // locked by a framework thread for as long as it drives cycles, so it
+  // cannot be freed under the thread; empty: the caller guarantees that
+  // the loop outlives every Work (tests).
+  Status Start(const CycleLoopOptions& options, std::weak_ptr<void> host_owner = {});
   // Blocks: asks for the shutdown cycle (every rank's cycles end together),
   // joins the background thread and detaches the WorkDriver (framework
   // threads still inside a cycle finish it first; Works kept afterwards no

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/adasum.h"
+#include "common/util/settings.h"
 
 namespace hvda {
 namespace {
@@ -253,8 +254,9 @@ Status Executor::CheckHealth(double timeout_seconds) const {
                                   ? std::string("?")
                                   : inflight_.front().entries[0].request.name) +
                              "') has not finished after " + std::to_string(static_cast<int>(age)) +
-                             " s (HOROVOD_ACCEL_TIMEOUT_SECONDS): a peer is lost or the device "
-                             "is stuck; its communicator was aborted.");
+                             " s (" + setting_env::accel_timeout_seconds +
+                             "): a peer is lost or the device is stuck; its communicator was "
+                             "aborted.");
   }
   return Status::OK();
 }

@@ -11,6 +11,7 @@ namespace python {
 
 void BindWork(pybind11::module_& m);
 void BindRuntime(pybind11::module_& m);
+void BindSettings(pybind11::module_& m);
 void BindPlugins(pybind11::module_& m);
 // Adds Runtime.c_api() (csrc/include/horovod_accel/core_api.h); after BindRuntime.
 void BindCoreCApi(pybind11::module_& m);

@@ -148,9 +148,11 @@ int32_t EnqueueBarrier(hvda_core_runtime* rt, int32_t ps, hvda_core_done_fn done
 
 int32_t Topology(hvda_core_runtime* rt, int32_t field, int32_t* out) {
   Runtime* r = AsRuntime(rt);
-  if (r == nullptr || !r->initialized())
+  if (r == nullptr)
     return Fail(StatusCode::kInvalidArgument, "Horovod has not been initialized; call hvd.init() first.");
-  const auto& t = r->topology();
+  hvda::Topology t;
+  Status st = r->GetTopology(&t);
+  if (!st.ok()) return Fail(st);
   switch (field) {
     case HVDA_CORE_RANK: *out = t.rank; break;
     case HVDA_CORE_SIZE: *out = t.size; break;
@@ -180,9 +182,12 @@ int32_t SetRank(hvda_core_runtime* rt, int32_t id, int32_t* rank) {
   std::vector<int> ranks;
   int32_t rc = SetRanks(rt, id, &ranks);
   if (rc != HVDA_CORE_OK) return rc;
+  hvda::Topology t;
+  Status st = AsRuntime(rt)->GetTopology(&t);
+  if (!st.ok()) return Fail(st);
   *rank = -1;
   for (size_t i = 0; i < ranks.size(); ++i)
-    if (ranks[i] == AsRuntime(rt)->topology().rank) *rank = static_cast<int32_t>(i);
+    if (ranks[i] == t.rank) *rank = static_cast<int32_t>(i);
   return HVDA_CORE_OK;
 }
 

@@ -4,7 +4,6 @@
 #include <pybind11/stl.h>
 
 #include "common/dtype.h"
-#include "common/util/config.h"
 #include "mpi/hvda_mpi_shim.h"
 #include "python/bindings.h"
 #include "python/enqueue_args.h"
@@ -33,12 +32,6 @@ py::dict BuildInfo() {
   return d;
 }
 
-py::list ConfigTable() {
-  py::list out;
-  for (const auto& o : ConfigOptions())
-    out.append(py::make_tuple(o.env, o.default_value, o.doc));
-  return out;
-}
 
 }  // namespace
 
@@ -70,9 +63,8 @@ PYBIND11_MODULE(_core, m) {
   // The shim ABI this core was built for; common/mpi.py checks the shim against it.
   m.attr("MPI_SHIM_ABI") = HVDA_MPI_SHIM_ABI;
   m.def("build_info", &python::BuildInfo, "What this build contains (for --check-build).");
-  m.def("config_table", &python::ConfigTable,
-        "Every HOROVOD_* setting the core reads: (env var, default, doc).");
   python::BindWork(m);
+  python::BindSettings(m);
   python::BindRuntime(m);
   python::BindFastEnqueue(m);
   python::BindCoreCApi(m);

@@ -13,10 +13,11 @@ namespace hvda {
 namespace python {
 namespace {
 
-const Topology& Topo(const Runtime& rt) {
-  if (!rt.initialized())
-    throw py::value_error("Horovod has not been initialized; call hvd.init() first.");
-  return rt.topology();
+Topology Topo(const Runtime& rt) {
+  Topology t;
+  Status st = rt.GetTopology(&t);
+  if (!st.ok()) throw py::value_error(st.reason());
+  return t;
 }
 
 template <typename T>
@@ -65,19 +66,22 @@ void BindRuntime(py::module_& m) {
       .def(py::init([] { return std::make_unique<Runtime>(RegisterCpuDevice); }))
       .def(
           "init",
-          [](Runtime& rt, const std::vector<std::vector<int>>& sets, bool dynamic,
+          [](Runtime& rt, JobSpec job, const std::vector<std::vector<int>>& sets, bool dynamic,
              const std::vector<std::string>& plugins) {
-            Status st;
-            {
+            // The edge: the core's settings are read from the environment
+            // here, once per init(); the job's identity comes in `job`.
+            Status st = Settings::FromEnvironment(&job.settings);
+            if (st.ok()) {
               py::gil_scoped_release release;
-              st = rt.Init(sets, dynamic, plugins);
+              st = rt.Init(job, sets, dynamic, plugins);
             }
             if (!st.ok()) {
               if (st.code() == StatusCode::kInvalidArgument) throw py::value_error(st.reason());
               throw std::runtime_error(st.reason());
             }
           },
-          py::arg("process_sets") = std::vector<std::vector<int>>(), py::arg("dynamic") = false,
+          py::arg("job"), py::arg("process_sets") = std::vector<std::vector<int>>(),
+          py::arg("dynamic") = false,
           py::arg("plugins") = std::vector<std::string>())
       .def("shutdown", [](Runtime& rt) {
         py::gil_scoped_release release;
@@ -192,7 +196,7 @@ void BindRuntime(py::module_& m) {
              std::vector<int> ranks;
              Check(rt.ProcessSetRanks(id, &ranks));
              for (size_t i = 0; i < ranks.size(); ++i)
-               if (ranks[i] == rt.topology().rank) return static_cast<int>(i);
+               if (ranks[i] == Topo(rt).rank) return static_cast<int>(i);
              return -1;
            })
       .def("process_set_size",
@@ -205,8 +209,9 @@ void BindRuntime(py::module_& m) {
            [](Runtime& rt, int id) {
              std::vector<int> ranks;
              Check(rt.ProcessSetRanks(id, &ranks));
+             const int me = Topo(rt).rank;
              for (int r : ranks)
-               if (r == rt.topology().rank) return true;
+               if (r == me) return true;
              return false;
            })
       .def("start_timeline",

@@ -13,6 +13,7 @@ import warnings
 import threading
 
 from horovod_accel.common import compute_threads as _compute_threads
+from horovod_accel.common import job as _job
 from horovod_accel.common import mpi as _mpi
 from horovod_accel.common import process_sets as _ps
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME, NOT_INITIALIZED
@@ -44,8 +45,8 @@ class HorovodBasics:
             MPI_COMM_WORLD ranks that form the job (only they call init);
             under horovodrun it must cover the whole job (else ValueError).
         process_sets: None, a list of `ProcessSet` (registered in addition to
-            the global set; duplicates -> ValueError), or "dynamic" (sets
-            HOROVOD_DYNAMIC_PROCESS_SETS=1 so add/remove_process_set work).
+            the global set; duplicates -> ValueError), or "dynamic" (as
+            HOROVOD_DYNAMIC_PROCESS_SETS=1: add/remove_process_set work).
 
         Under horovodrun the job comes from its variables; under mpirun (Open
         MPI, MPICH) without them, from MPI (horovod_accel.common.mpi.bootstrap).
@@ -70,7 +71,6 @@ class HorovodBasics:
                                  f"got {process_sets!r}")
             process_sets = []
             dynamic = True
-            os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
         process_sets = list(process_sets)
         _ps._check_process_set_list(process_sets)
         _compute_threads.parse_setting(os.environ)  # a bad value fails before connecting
@@ -90,7 +90,8 @@ class HorovodBasics:
                 warnings.warn(f"horovod_accel: {error}", RuntimeWarning, stacklevel=2)
             sets = [list(ps.ranks) for ps in process_sets]
             if DEFAULT_RUNTIME.elastic_worker() is None:
-                rt.init(sets, dynamic, paths)
+                rt.init(_job.job_spec({**os.environ, **DEFAULT_RUNTIME.mpi_job}), sets, dynamic,
+                        paths)
             else:
                 self._init_elastic(rt, sets, dynamic, paths)
         self._check_comm(comm, rt.size())
@@ -110,7 +111,7 @@ class HorovodBasics:
             raise ValueError(f"init(comm=...) takes an mpi4py communicator or a list of ranks, "
                              f"got {type(comm).__name__}.")
         ranks = sorted(comm)
-        if os.environ.get("_HOROVOD_MPI_BOOTSTRAP"):
+        if DEFAULT_RUNTIME.mpi_job:
             return  # under mpirun the listed ranks formed the job (mpi.bootstrap)
         if size is not None and ranks and ranks != list(range(size)):
             raise ValueError(f"init(comm={list(comm)}) would run Horovod on a subset of the "
@@ -130,12 +131,14 @@ class HorovodBasics:
         worker = DEFAULT_RUNTIME.elastic_worker()
         while True:
             try:
-                os.environ.update(worker.join_next_round())
+                assignment = worker.join_next_round()
             except WorkerRemoved as e:
                 print(f"horovod_accel: {e}", file=sys.stderr, flush=True)
                 raise SystemExit(0) from None
+            # Published for the user's program, as horovodrun's are.
+            os.environ.update(assignment)
             try:
-                rt.init(sets, dynamic, paths)
+                rt.init(_job.job_spec({**os.environ, **assignment}), sets, dynamic, paths)
                 return
             except RuntimeError as e:  # ValueError (a bad setting) is the user's to fix
                 print(f"horovod_accel: elastic round {worker.round} did not form ({e}); "
@@ -144,19 +147,20 @@ class HorovodBasics:
     @staticmethod
     def _mpi_bootstrap(comm):
         """Forms the job from MPI when this process was started by mpirun
-        (not horovodrun) or comm is an mpi4py communicator."""
+        (not horovodrun) or comm is an mpi4py communicator; the job's
+        variables (mpi.bootstrap) stay in DEFAULT_RUNTIME.mpi_job for this
+        and every later init()."""
         from_horovodrun = "HOROVOD_GLOO_RENDEZVOUS_ADDR" in os.environ
         if _mpi.is_communicator(comm):
-            if from_horovodrun and "_HOROVOD_MPI_BOOTSTRAP" not in os.environ:
+            if from_horovodrun and not DEFAULT_RUNTIME.mpi_job:
                 raise ValueError("init(comm=<mpi4py communicator>) needs the job to be started "
                                  "by mpirun, not horovodrun; use comm=None under horovodrun.")
         elif from_horovodrun or _mpi.launcher() is None:
             return
         try:
-            _mpi.bootstrap(comm)
+            DEFAULT_RUNTIME.mpi_job = _mpi.bootstrap(comm)
         except _mpi.MpiError as e:
             raise RuntimeError(f"Horovod cannot form the job from MPI: {e}") from None
-        os.environ["_HOROVOD_MPI_BOOTSTRAP"] = "1"
 
     def shutdown(self):
         """Stops the background thread (collectively with the other ranks);

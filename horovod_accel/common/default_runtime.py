@@ -32,6 +32,10 @@ class DefaultRuntime:
         self._elastic_checked = False
         self._thread_setters = {}   # framework -> fn(n) (compute_threads.apply_at_init)
         self._threads_reported = False
+        # The job's variables when mpi.bootstrap formed it (started by
+        # mpirun, or init(comm=<mpi4py communicator>)); {} otherwise. Every
+        # later init() of the process joins the same job (JobSpec, job.py).
+        self.mpi_job = {}
 
     @staticmethod
     def core():

@@ -289,8 +289,10 @@ def bootstrap(comm=None):
     of which this process must be one) become ranks 0..n-1, with local
     ranks from MPI's shared-memory split and cross ranks across hosts. Rank 0
     serves the rendezvous store the core connects to; its address reaches
-    the others by MPI_Bcast. Sets the HOROVOD_* variables horovodrun would set
-    and returns them. Collective over comm; raises MpiError with a reason."""
+    the others by MPI_Bcast. Returns the job's variables (the settings
+    table's 'job' ones, for init()'s JobSpec) and publishes the public ones
+    (HOROVOD_RANK, ...) in os.environ, as horovodrun would set them.
+    Collective over comm; raises MpiError with a reason."""
     launched = launcher()
     mpi = session()
     mpi.ensure_initialized()
@@ -341,5 +343,5 @@ def bootstrap(comm=None):
         "_HOROVOD_MPI_SHIM": mpi.shim_path,
         "_HOROVOD_MPI_COMM": str(handle),
     }
-    os.environ.update(env)
+    os.environ.update({k: v for k, v in env.items() if not k.startswith("_")})
     return env

@@ -10,7 +10,7 @@
 
 #include "common/backend_selection.h"
 #include "common/store/memory_store.h"
-#include "common/util/config.h"
+#include "common/job_spec.h"
 
 namespace hvda {
 namespace {
@@ -55,9 +55,9 @@ bool OneHost(const CommunicatorSpec& spec) {
 class BackendSelectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(Config::FromEnvironment(&config_).ok());
-    ASSERT_TRUE(config_.Set("HOROVOD_CPU_OPERATIONS", "shm,gloo").ok());
-    ASSERT_TRUE(config_.Set("HOROVOD_CONTROLLER", "gloo").ok());
+    ASSERT_TRUE(Settings::FromEnvironment(&job_.settings).ok());
+    ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", "shm,gloo").ok());
+    ASSERT_TRUE(job_.settings.Set("HOROVOD_CONTROLLER", "gloo").ok());
     auto make = [this](const std::string& name) {
       return [this, name](const CommunicatorSpec& spec, std::unique_ptr<CollectiveBackend>* out) {
         if (name == fail_create_) return Status::Aborted(name + " could not connect");
@@ -78,7 +78,7 @@ class BackendSelectionTest : public ::testing::Test {
     registry_.AddBackend(gloo);
     BackendRegistration mpi;
     mpi.name = "mpi";
-    mpi.available = [this](const Config&, const std::string& setting) {
+    mpi.available = [this](const JobSpec&, const std::string& setting) {
       return mpi_ok_ ? Status::OK() : Status::Precondition(setting + " needs mpirun");
     };
     mpi.create = make("mpi");
@@ -101,13 +101,13 @@ class BackendSelectionTest : public ::testing::Test {
     for (int r = 0; r < spec.size; ++r) spec.global_ranks.push_back(r);
     spec.hosts = hosts;
     spec.timeout_seconds = 10;
-    spec.config = &config_;
+    spec.job = &job_;
     return spec;
   }
 
   Status Select(const std::vector<std::string>& hosts, ProcessSetPlanes* planes) {
     BackendSelection sel;
-    HVDA_RETURN_IF_ERROR(BackendSelection::Create(&registry_, config_, &sel));
+    HVDA_RETURN_IF_ERROR(BackendSelection::Create(&registry_, job_, &sel));
     return sel.CreateProcessSetPlanes(Spec(hosts), "", planes);
   }
 
@@ -117,7 +117,7 @@ class BackendSelectionTest : public ::testing::Test {
     return out;
   }
 
-  Config config_;
+  JobSpec job_;
   Registry registry_;
   MemoryStore store_;
   bool mpi_ok_ = true;
@@ -144,9 +144,9 @@ TEST_F(BackendSelectionTest, OneHostRunsShmThenGlooAndNegotiatesOverShm) {
 }
 
 TEST_F(BackendSelectionTest, SeveralHostsSkipShm) {
-  ASSERT_TRUE(config_.Set("HOROVOD_CPU_OPERATIONS", "shm,mpi").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", "shm,mpi").ok());
   // (Over mpi: a Gloo controller transport would wait for the peer rank.)
-  ASSERT_TRUE(config_.Set("HOROVOD_CONTROLLER", "mpi").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CONTROLLER", "mpi").ok());
   ProcessSetPlanes planes;
   ASSERT_TRUE(Select({"a", "b"}, &planes).ok());
   EXPECT_EQ(Names(planes), (Strings{"mpi"}));
@@ -154,7 +154,7 @@ TEST_F(BackendSelectionTest, SeveralHostsSkipShm) {
 }
 
 TEST_F(BackendSelectionTest, NamesAreCaseAndSpaceInsensitive) {
-  ASSERT_TRUE(config_.Set("HOROVOD_CPU_OPERATIONS", " GLOO , Shm ").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", " GLOO , Shm ").ok());
   ProcessSetPlanes planes;
   ASSERT_TRUE(Select({"a", "a"}, &planes).ok());
   EXPECT_EQ(Names(planes), (Strings{"gloo", "shm"}));
@@ -162,7 +162,7 @@ TEST_F(BackendSelectionTest, NamesAreCaseAndSpaceInsensitive) {
 }
 
 TEST_F(BackendSelectionTest, WithoutAControlCarrierNegotiatesOverGloo) {
-  ASSERT_TRUE(config_.Set("HOROVOD_CPU_OPERATIONS", "gloo").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", "gloo").ok());
   ProcessSetPlanes planes;
   ASSERT_TRUE(Select({"a"}, &planes).ok());  // one rank: a Gloo context needs no peer
   EXPECT_EQ(Names(planes), (Strings{"gloo"}));
@@ -172,8 +172,8 @@ TEST_F(BackendSelectionTest, WithoutAControlCarrierNegotiatesOverGloo) {
 }
 
 TEST_F(BackendSelectionTest, NamedControllerSharesTheDataPlaneBackend) {
-  ASSERT_TRUE(config_.Set("HOROVOD_CPU_OPERATIONS", "shm,mpi").ok());
-  ASSERT_TRUE(config_.Set("HOROVOD_CONTROLLER", "MPI").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", "shm,mpi").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CONTROLLER", "MPI").ok());
   ProcessSetPlanes planes;
   ASSERT_TRUE(Select({"a", "a"}, &planes).ok());
   EXPECT_EQ(Names(planes), (Strings{"shm", "mpi"}));
@@ -183,7 +183,7 @@ TEST_F(BackendSelectionTest, NamedControllerSharesTheDataPlaneBackend) {
 }
 
 TEST_F(BackendSelectionTest, NamedControllerOutsideTheDataPlaneGetsItsOwnCommunicator) {
-  ASSERT_TRUE(config_.Set("HOROVOD_CONTROLLER", "mpi").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CONTROLLER", "mpi").ok());
   ProcessSetPlanes planes;
   ASSERT_TRUE(Select({"a", "a"}, &planes).ok());
   EXPECT_EQ(Names(planes), (Strings{"shm", "gloo"}));
@@ -194,41 +194,41 @@ TEST_F(BackendSelectionTest, NamedControllerOutsideTheDataPlaneGetsItsOwnCommuni
 }
 
 TEST_F(BackendSelectionTest, UnknownControllerListsTheChoices) {
-  ASSERT_TRUE(config_.Set("HOROVOD_CONTROLLER", "zmq").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CONTROLLER", "zmq").ok());
   BackendSelection sel;
-  Status st = BackendSelection::Create(&registry_, config_, &sel);
+  Status st = BackendSelection::Create(&registry_, job_, &sel);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(st.reason(), "HOROVOD_CONTROLLER=zmq is not available in this build; use gloo (the "
                          "default), or mpi under mpirun.");
 }
 
 TEST_F(BackendSelectionTest, EmptyControllerMeansGloo) {
-  ASSERT_TRUE(config_.Set("HOROVOD_CONTROLLER", " ").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CONTROLLER", " ").ok());
   BackendSelection sel;
-  ASSERT_TRUE(BackendSelection::Create(&registry_, config_, &sel).ok());
+  ASSERT_TRUE(BackendSelection::Create(&registry_, job_, &sel).ok());
   EXPECT_EQ(sel.controller(), "gloo");
 }
 
 TEST_F(BackendSelectionTest, UnavailableControllerFailsAtCreateNamingTheSetting) {
   mpi_ok_ = false;
-  ASSERT_TRUE(config_.Set("HOROVOD_CONTROLLER", "mpi").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CONTROLLER", "mpi").ok());
   BackendSelection sel;
-  Status st = BackendSelection::Create(&registry_, config_, &sel);
+  Status st = BackendSelection::Create(&registry_, job_, &sel);
   EXPECT_EQ(st.code(), StatusCode::kPrecondition);
   EXPECT_EQ(st.reason(), "HOROVOD_CONTROLLER=mpi needs mpirun");
 }
 
 TEST_F(BackendSelectionTest, UnavailableBackendFailsAtCreateNamingTheSetting) {
   mpi_ok_ = false;
-  ASSERT_TRUE(config_.Set("HOROVOD_CPU_OPERATIONS", "gloo,mpi").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", "gloo,mpi").ok());
   BackendSelection sel;
-  Status st = BackendSelection::Create(&registry_, config_, &sel);
+  Status st = BackendSelection::Create(&registry_, job_, &sel);
   EXPECT_EQ(st.code(), StatusCode::kPrecondition);
   EXPECT_EQ(st.reason(), "HOROVOD_CPU_OPERATIONS=mpi needs mpirun");
 }
 
 TEST_F(BackendSelectionTest, UnknownBackendNameListsTheKnownOnes) {
-  ASSERT_TRUE(config_.Set("HOROVOD_CPU_OPERATIONS", "shm,ucx").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", "shm,ucx").ok());
   ProcessSetPlanes planes;
   Status st = Select({"a", "a"}, &planes);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
@@ -237,14 +237,14 @@ TEST_F(BackendSelectionTest, UnknownBackendNameListsTheKnownOnes) {
 }
 
 TEST_F(BackendSelectionTest, UpstreamNamesThisBuildLacksAreSkipped) {
-  ASSERT_TRUE(config_.Set("HOROVOD_CPU_OPERATIONS", "ccl,NCCL,shm").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", "ccl,NCCL,shm").ok());
   ProcessSetPlanes planes;
   ASSERT_TRUE(Select({"a", "a"}, &planes).ok());
   EXPECT_EQ(Names(planes), (Strings{"shm"}));
 }
 
 TEST_F(BackendSelectionTest, NoUsableBackendIsAnError) {
-  ASSERT_TRUE(config_.Set("HOROVOD_CPU_OPERATIONS", "shm").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", "shm").ok());
   ProcessSetPlanes planes;
   Status st = Select({"a", "b"}, &planes);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
@@ -262,31 +262,31 @@ TEST_F(BackendSelectionTest, ABackendThatFailsToConnectFailsTheSet) {
 
 TEST_F(BackendSelectionTest, HierarchyIsWhatAnyDeviceReports) {
   BackendSelection sel;
-  ASSERT_TRUE(BackendSelection::Create(&registry_, config_, &sel).ok());
-  HierarchyUse none = sel.Hierarchy(Spec({"a", "a", "b"}), config_);
+  ASSERT_TRUE(BackendSelection::Create(&registry_, job_, &sel).ok());
+  HierarchyUse none = sel.Hierarchy(Spec({"a", "a", "b"}), job_.settings);
   EXPECT_FALSE(none.allreduce);
   EXPECT_FALSE(none.allgather);
   DeviceRegistration quiet;
   quiet.name = "quiet";
-  quiet.hierarchy = [](const CommunicatorSpec&, const Config&) { return HierarchyUse{}; };
+  quiet.hierarchy = [](const CommunicatorSpec&, const Settings&) { return HierarchyUse{}; };
   registry_.AddDevice(quiet);
   DeviceRegistration spans;
   spans.name = "spans";
-  spans.hierarchy = [](const CommunicatorSpec& job, const Config&) {
+  spans.hierarchy = [](const CommunicatorSpec& job, const Settings&) {
     HierarchyUse use;
     use.allreduce = job.hosts.front() != job.hosts.back();
     return use;
   };
   registry_.AddDevice(spans);
-  HierarchyUse use = sel.Hierarchy(Spec({"a", "a", "b"}), config_);
+  HierarchyUse use = sel.Hierarchy(Spec({"a", "a", "b"}), job_.settings);
   EXPECT_TRUE(use.allreduce);
   EXPECT_FALSE(use.allgather);
-  EXPECT_FALSE(sel.Hierarchy(Spec({"a", "a"}), config_).allreduce);
+  EXPECT_FALSE(sel.Hierarchy(Spec({"a", "a"}), job_.settings).allreduce);
 }
 
 TEST_F(BackendSelectionTest, DeviceBackendComesFromItsKindsRegistration) {
   BackendSelection sel;
-  ASSERT_TRUE(BackendSelection::Create(&registry_, config_, &sel).ok());
+  ASSERT_TRUE(BackendSelection::Create(&registry_, job_, &sel).ok());
   std::unique_ptr<CollectiveBackend> backend;
   EXPECT_EQ(sel.CreateDeviceBackend(DeviceKind::kPlugin, Spec({"a", "a"}), &backend).code(),
             StatusCode::kUnavailable);
@@ -306,7 +306,7 @@ TEST_F(BackendSelectionTest, DeviceBackendComesFromItsKindsRegistration) {
   EXPECT_STREQ(backend->name(), "plugin");
   EXPECT_EQ(seen, spec.device);
   // A kPlugin backend is never a CPU data plane.
-  ASSERT_TRUE(config_.Set("HOROVOD_CPU_OPERATIONS", "plugin").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", "plugin").ok());
   ProcessSetPlanes planes;
   EXPECT_EQ(Select({"a", "a"}, &planes).code(), StatusCode::kInvalidArgument);
 }

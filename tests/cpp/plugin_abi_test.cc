@@ -17,7 +17,7 @@
 #include <numeric>
 
 #include "common/plugin/plugin_device.h"
-#include "common/util/config.h"
+#include "common/job_spec.h"
 #include "multi_rank_harness.h"
 #include "plugin_collectives_test_util.h"
 
@@ -77,12 +77,12 @@ TEST(PluginAbi, UniqueIdsAreReleasedOnceAndTheTimeoutIsPassed) {
   ASSERT_TRUE(lib);
   ASSERT_EQ(lib->plugin().abi_minor, 1u);
   const Stats before = Read("loopback");
-  Config config;
-  ASSERT_TRUE(config.Set("HOROVOD_ACCEL_TIMEOUT_SECONDS", "7").ok());
+  JobSpec job;
+  ASSERT_TRUE(job.settings.Set("HOROVOD_ACCEL_TIMEOUT_SECONDS", "7").ok());
   for (int n : {1, 2, 3}) {
     RunRanks(n, [&](int rank, int size, Store* store) {
       CommunicatorSpec spec = LocalSpec(store, "ids" + std::to_string(size) + "/", rank, size);
-      spec.config = &config;
+      spec.job = &job;
       PluginDevice device(lib, rank);
       std::unique_ptr<CollectiveBackend> backend;
       Status st = PluginBackend::Create(lib, &device, spec, &backend);
@@ -128,11 +128,11 @@ TEST(PluginAbi, TeardownOfAStuckCommunicatorIsBounded) {
   auto hang = reinterpret_cast<void (*)(int)>(dlsym(h, "hvda_loopback_hang"));
   dlclose(h);
   ASSERT_NE(hang, nullptr);
-  Config config;
-  ASSERT_TRUE(config.Set("HOROVOD_ACCEL_TIMEOUT_SECONDS", "1").ok());
+  JobSpec job;
+  ASSERT_TRUE(job.settings.Set("HOROVOD_ACCEL_TIMEOUT_SECONDS", "1").ok());
   RunRanks(2, [&](int rank, int n, Store* store) {
     CommunicatorSpec spec = LocalSpec(store, "stuck/", rank, n);
-    spec.config = &config;
+    spec.job = &job;
     PluginDevice device(lib, rank);
     std::unique_ptr<CollectiveBackend> backend;
     Status st = PluginBackend::Create(lib, &device, spec, &backend);
@@ -268,11 +268,11 @@ TEST_P(Abi10PluginExecutor, LoadsAndRunsEveryCollectiveKind) {
   EXPECT_EQ(lib->plugin().abi_minor, 0u);
   EXPECT_EQ(lib->device().struct_size, offsetof(hvda_device_ops_v1, memory_host_accessible));
   EXPECT_EQ(lib->ccl().struct_size, offsetof(hvda_ccl_ops_v1, unique_id_release));
-  Config config;
-  ASSERT_TRUE(config.Set("HOROVOD_ACCEL_TIMEOUT_SECONDS", "9").ok());
+  JobSpec job;
+  ASSERT_TRUE(job.settings.Set("HOROVOD_ACCEL_TIMEOUT_SECONDS", "9").ok());
   RunRanks(GetParam(), [&](int rank, int n, Store* store) {
     CommunicatorSpec spec = LocalSpec(store, "abi10/", rank, n);
-    spec.config = &config;
+    spec.job = &job;
     testing::CheckEveryCollectiveKind(lib, rank, n, spec);
   });
   // Built without comm_init_rank_config: the timeout never reached it.

@@ -3,9 +3,10 @@
 // it uninitialized or without a host device.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <map>
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -15,35 +16,12 @@
 namespace hvda {
 namespace {
 
-// Sets a one-rank job's environment and restores the previous one after.
+// A one-rank job (JobSpec at its defaults: rank 0 of 1, no store, so an
+// in-memory one). The core reads nothing from the environment here: every
+// setting a test changes goes into the JobSpec.
 class RuntimeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    for (const char* var : {"HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK",
-                            "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
-                            "HOROVOD_GLOO_RENDEZVOUS_ADDR", "HOROVOD_GLOO_RENDEZVOUS_PORT",
-                            "HOROVOD_CONTROLLER", "HOROVOD_CPU_OPERATIONS", "HOROVOD_TIMELINE",
-                            "HOROVOD_GPU_OPERATIONS", "_HOROVOD_ELASTIC_ROUND"}) {
-      const char* v = std::getenv(var);
-      saved_[var] = v != nullptr ? std::make_unique<std::string>(v) : nullptr;
-      unsetenv(var);
-    }
-    Set("HOROVOD_RANK", "0");
-    Set("HOROVOD_SIZE", "1");
-    Set("HOROVOD_LOCAL_RANK", "0");
-    Set("HOROVOD_LOCAL_SIZE", "1");
-    Set("HOROVOD_CROSS_RANK", "0");
-    Set("HOROVOD_CROSS_SIZE", "1");
-  }
-  void TearDown() override {
-    for (const auto& kv : saved_) {
-      if (kv.second)
-        setenv(kv.first.c_str(), kv.second->c_str(), 1);
-      else
-        unsetenv(kv.first.c_str());
-    }
-  }
-  void Set(const char* var, const char* value) { setenv(var, value, 1); }
+  JobSpec job_;
 
   // An allreduce (sum) of 4 floats; at size 1 the output is the input.
   void Allreduce(Runtime* rt, const std::string& name) {
@@ -62,7 +40,6 @@ class RuntimeTest : public ::testing::Test {
     EXPECT_EQ(out, in);
   }
 
-  std::map<std::string, std::unique_ptr<std::string>> saved_;
 };
 
 TEST_F(RuntimeTest, EnqueueBeforeInitSaysToInit) {
@@ -83,20 +60,22 @@ TEST_F(RuntimeTest, EnqueueBeforeInitSaysToInit) {
 
 TEST_F(RuntimeTest, InitAllreduceShutdownAndInitAgain) {
   Runtime rt(RegisterCpuDevice);
-  ASSERT_TRUE(rt.Init({}, false).ok());
+  ASSERT_TRUE(rt.Init(job_).ok());
   EXPECT_TRUE(rt.initialized());
   EXPECT_FALSE(rt.GenerationEnded());
-  EXPECT_EQ(rt.topology().rank, 0);
-  EXPECT_EQ(rt.topology().size, 1);
+  Topology topo;
+  ASSERT_TRUE(rt.GetTopology(&topo).ok());
+  EXPECT_EQ(topo.rank, 0);
+  EXPECT_EQ(topo.size, 1);
   EXPECT_EQ(rt.ProcessSetIds(), std::vector<int>{0});
   EXPECT_EQ(rt.GlobalBackends(), std::vector<std::string>{"gloo"});  // shm needs 2 ranks
-  ASSERT_TRUE(rt.Init({}, false).ok());  // a no-op while initialized
+  ASSERT_TRUE(rt.Init(job_).ok());  // a no-op while initialized
   Allreduce(&rt, "first");
   rt.Shutdown();
   EXPECT_FALSE(rt.initialized());
   rt.Shutdown();  // twice is fine
 
-  ASSERT_TRUE(rt.Init({}, false).ok());
+  ASSERT_TRUE(rt.Init(job_).ok());
   Allreduce(&rt, "second");
   std::shared_ptr<Work> barrier;
   ASSERT_TRUE(rt.EnqueueBarrier(0, &barrier).ok());
@@ -105,29 +84,82 @@ TEST_F(RuntimeTest, InitAllreduceShutdownAndInitAgain) {
   rt.Shutdown();
 }
 
-TEST_F(RuntimeTest, BadSettingsFailInitWithoutInitializing) {
-  Set("HOROVOD_CONTROLLER", "zmq");
+// A Work outlives its generation; ops of threads that enqueue and wait while
+// the main thread shuts down and re-inits fail cleanly or succeed, never
+// touch a freed generation (each call holds the one it found).
+TEST_F(RuntimeTest, GenerationsComeAndGoUnderBusyThreads) {
   Runtime rt(RegisterCpuDevice);
-  Status st = rt.Init({}, false);
+  ASSERT_TRUE(rt.Init(job_).ok());
+  std::vector<float> in{1, 2}, out(2);
+  EnqueueArgs a;
+  a.type = RequestType::kAllreduce;
+  a.name = "kept";
+  a.input = in.data();
+  a.output = out.data();
+  a.dtype = DataType::kFloat32;
+  a.shape = {2};
+  std::shared_ptr<Work> kept;
+  ASSERT_TRUE(rt.EnqueueOne(a, &kept).ok());
+  ASSERT_TRUE(kept->Wait(30));
+  rt.Shutdown();
+  ASSERT_TRUE(rt.Init(job_).ok());
+  EXPECT_TRUE(kept->Wait(1));  // the old generation's Work still answers
+  EXPECT_TRUE(kept->status().ok());
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<float> tin{1, 2, 3}, tout(3);
+      for (int i = 0; !stop.load(); ++i) {
+        EnqueueArgs op;
+        op.type = RequestType::kAllreduce;
+        op.name = "t" + std::to_string(t) + "." + std::to_string(i);
+        op.input = tin.data();
+        op.output = tout.data();
+        op.dtype = DataType::kFloat32;
+        op.shape = {3};
+        std::shared_ptr<Work> w;
+        if (!rt.EnqueueOne(op, &w).ok()) continue;  // between generations
+        EXPECT_TRUE(w->Wait(30)) << op.name;
+        done.fetch_add(1);
+      }
+    });
+  for (int round = 0; round < 20; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    rt.Shutdown();
+    ASSERT_TRUE(rt.Init(job_).ok());
+  }
+  stop = true;
+  for (auto& th : threads) th.join();
+  EXPECT_GT(done.load(), 0);
+  rt.Shutdown();
+}
+
+TEST_F(RuntimeTest, BadSettingsFailInitWithoutInitializing) {
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CONTROLLER", "zmq").ok());
+  Runtime rt(RegisterCpuDevice);
+  Status st = rt.Init(job_);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.reason().find("HOROVOD_CONTROLLER=zmq is not available"), std::string::npos);
   EXPECT_FALSE(rt.initialized());
 
-  unsetenv("HOROVOD_CONTROLLER");
-  Set("HOROVOD_CPU_OPERATIONS", "mpi");  // not a job started by mpirun
-  st = rt.Init({}, false);
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CONTROLLER", "").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", "mpi").ok());  // not an MPI job
+  st = rt.Init(job_);
   EXPECT_EQ(st.code(), StatusCode::kPrecondition);
   EXPECT_NE(st.reason().find("HOROVOD_CPU_OPERATIONS=mpi needs a job started by mpirun"),
             std::string::npos);
 
-  unsetenv("HOROVOD_CPU_OPERATIONS");
-  Set("HOROVOD_GPU_OPERATIONS", "MPI");
-  EXPECT_EQ(rt.Init({}, false).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_CPU_OPERATIONS", "").ok());
+  ASSERT_TRUE(job_.settings.Set("HOROVOD_GPU_OPERATIONS", "MPI").ok());
+  EXPECT_EQ(rt.Init(job_).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(RuntimeTest, NoHostDeviceRegistered) {
   Runtime rt(nullptr);
-  Status st = rt.Init({}, false);
+  Status st = rt.Init(job_);
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(st.reason(), "no CPU device is registered in this build");
   EXPECT_FALSE(rt.initialized());

@@ -21,38 +21,21 @@ std::string Num(double v) {
 
 }  // namespace
 
-Status AutotuneOptionsFromConfig(const Config& config, AutotuneOptions* out) {
+AutotuneOptions AutotuneOptionsFrom(const Settings& settings) {
   AutotuneOptions o;
-  o.enabled = config.GetBool("HOROVOD_AUTOTUNE");
-  o.log_path = config.GetString("HOROVOD_AUTOTUNE_LOG");
-  const int64_t warmup = config.GetInt("HOROVOD_AUTOTUNE_WARMUP_SAMPLES");
-  const int64_t steps = config.GetInt("HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE");
-  const int64_t trials = config.GetInt("HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES");
-  o.noise = config.GetFloat("HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE");
-  auto bad = [](const std::string& what) { return Status::InvalidArgument(what); };
-  if (warmup < 0 || warmup > 1000000)
-    return bad("HOROVOD_AUTOTUNE_WARMUP_SAMPLES=" + std::to_string(warmup) +
-               " must be >= 0 (trials discarded before autotune scores any; default 3).");
-  if (steps < 1 || steps > 1000000)
-    return bad("HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE=" + std::to_string(steps) +
-               " must be >= 1 (training steps per autotune sample; default 10).");
-  if (trials < 1 || trials > 1000)
-    return bad("HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES=" + std::to_string(trials) +
-               " must be in [1, 1000] (trials before autotune keeps the best; default 20).");
-  if (!(o.noise >= 0 && o.noise <= 1))
-    return bad("HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE=" +
-               config.GetString("HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE") +
-               " must be in [0, 1] (default 0.8).");
-  o.warmup_trials = static_cast<int>(warmup);
-  o.steps_per_sample = static_cast<int>(steps);
-  o.max_trials = static_cast<int>(trials);
-  o.fusion_threshold_bytes = std::max<int64_t>(0, config.GetInt("HOROVOD_FUSION_THRESHOLD"));
-  o.fusion_fixed = config.IsSet("HOROVOD_FUSION_THRESHOLD");
-  o.cycle_time_ms = std::max(0.0, config.GetFloat("HOROVOD_CYCLE_TIME"));
-  o.cycle_fixed = config.IsSet("HOROVOD_CYCLE_TIME");
-  o.cache_enabled = config.GetInt("HOROVOD_CACHE_CAPACITY") > 0;
-  *out = o;
-  return Status::OK();
+  o.enabled = settings.autotune;
+  o.log_path = settings.autotune_log;
+  // Ranges are the table's (settings_table.h), checked when read.
+  o.warmup_trials = static_cast<int>(settings.autotune_warmup_samples);
+  o.steps_per_sample = static_cast<int>(settings.autotune_steps_per_sample);
+  o.max_trials = static_cast<int>(settings.autotune_max_samples);
+  o.noise = settings.autotune_noise;
+  o.fusion_threshold_bytes = settings.fusion_threshold;
+  o.fusion_fixed = settings.IsSet(setting_env::fusion_threshold);
+  o.cycle_time_ms = settings.cycle_time_ms;
+  o.cycle_fixed = settings.IsSet(setting_env::cycle_time_ms);
+  o.cache_enabled = settings.cache_capacity > 0;
+  return o;
 }
 
 ParameterManager::ParameterManager(AutotuneOptions options, bool root, const Logger* log)
@@ -72,9 +55,10 @@ ParameterManager::ParameterManager(AutotuneOptions options, bool root, const Log
   if (dims == 0) {
     if (log_)
       log_->Log(LogLevel::kWarning,
-                "HOROVOD_AUTOTUNE is set, but HOROVOD_FUSION_THRESHOLD and HOROVOD_CYCLE_TIME "
-                "are both set explicitly, which fixes them: there is nothing to tune. Unset one "
-                "of them to tune it.");
+                std::string(setting_env::autotune) + " is set, but " +
+                    setting_env::fusion_threshold + " and " + setting_env::cycle_time_ms +
+                    " are both set explicitly, which fixes them: there is nothing to tune. "
+                    "Unset one of them to tune it.");
     return;
   }
   tuning_ = true;
@@ -89,7 +73,7 @@ ParameterManager::ParameterManager(AutotuneOptions options, bool root, const Log
   if (!opt_.log_path.empty()) {
     std::string why;
     if (!file_.Open(opt_.log_path, &why) && log_)
-      log_->Log(LogLevel::kWarning, "HOROVOD_AUTOTUNE_LOG=" + opt_.log_path +
+      log_->Log(LogLevel::kWarning, std::string(setting_env::autotune_log) + "=" + opt_.log_path +
                                         " cannot be written (" + why +
                                         "); autotuning goes on without its log.");
   }

@@ -28,7 +28,7 @@
 #include "common/autotune/bayesian_optimization.h"
 #include "common/autotune/score_sampler.h"
 #include "common/message.h"
-#include "common/util/config.h"
+#include "common/util/settings.h"
 #include "common/util/logging.h"
 #include "common/util/status.h"
 
@@ -54,10 +54,9 @@ struct AutotuneOptions {
   bool hierarchical_allreduce = false, hierarchical_allgather = false, cache_enabled = true;
 };
 
-// Reads the HOROVOD_AUTOTUNE* settings and the starting values, and whether
-// the user fixed them. InvalidArgument, naming the variable, for values out
-// of range (checked even with autotune off, like every setting).
-Status AutotuneOptionsFromConfig(const Config& config, AutotuneOptions* out);
+// The HOROVOD_AUTOTUNE* settings and the starting values, and whether the
+// user fixed them (their ranges were checked when the settings were read).
+AutotuneOptions AutotuneOptionsFrom(const Settings& settings);
 
 class ParameterManager {
  public:

@@ -24,7 +24,7 @@
 
 namespace hvda {
 
-class Config;
+struct JobSpec;
 class Store;
 
 enum class CollectiveKind : int32_t {
@@ -120,10 +120,10 @@ struct CommunicatorSpec {
   // mount namespace): equal strings mean the ranks share /dev/shm.
   std::vector<std::string> hosts;
   double timeout_seconds = 30.0;
-  // The runtime's settings, for backend-specific options (e.g.
-  // HOROVOD_SHM_SEGMENT_BYTES). Borrowed; valid during Create only; may be
-  // null (tests), then backends use their defaults.
-  const Config* config = nullptr;
+  // The job (its settings, e.g. shm_segment_bytes, and its MPI under
+  // mpirun), for backend-specific options. Borrowed; valid during Create
+  // only; may be null (tests), then backends use their defaults.
+  const JobSpec* job = nullptr;
   // The device whose memory the backend's buffers are in: null for host
   // (kCPU) backends; for accelerator (kPlugin) backends the bound device.
   // Borrowed; outlives the backend.

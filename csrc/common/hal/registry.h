@@ -15,6 +15,7 @@
 
 #include "common/hal/collective_backend.h"
 #include "common/hal/device.h"
+#include "common/job_spec.h"
 
 namespace hvda {
 
@@ -36,7 +37,7 @@ struct BackendRegistration {
   // `setting` is how they named it (e.g. "HOROVOD_CPU_OPERATIONS=mpi"). A
   // non-OK Status is the error the user sees, saying what to do. Same answer
   // on every rank.
-  std::function<Status(const Config&, const std::string& setting)> available;
+  std::function<Status(const JobSpec&, const std::string& setting)> available;
   // Whether this backend can serve the communicator at all (e.g. shm needs
   // every rank on this host). Must give the same answer on every rank.
   // Unset: always.
@@ -67,8 +68,8 @@ struct DeviceRegistration {
   // kPlugin (accelerators are opened by the Accelerators of the Runtime).
   std::function<std::unique_ptr<Device>()> create;
   // Optional: what this device's backends use on `job` (every rank of the
-  // job, with its hosts) under `config`; same answer on every rank.
-  std::function<HierarchyUse(const CommunicatorSpec& job, const Config& config)> hierarchy;
+  // job, with its hosts) under `settings`; same answer on every rank.
+  std::function<HierarchyUse(const CommunicatorSpec& job, const Settings& settings)> hierarchy;
 };
 
 class Registry {

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "common/store/store.h"
-#include "common/util/config.h"
+#include "common/job_spec.h"
 #include "kernels/reduce_kernels.h"
 
 namespace hvda {
@@ -323,7 +323,7 @@ Status PluginBackend::Create(std::shared_ptr<PluginLibrary> lib, PluginDevice* d
                              "; every rank must load the same plugin version.");
   }
   const double op_timeout =
-      spec.config != nullptr ? spec.config->GetFloat("HOROVOD_ACCEL_TIMEOUT_SECONDS") : 0.0;
+      spec.job != nullptr ? spec.job->settings.accel_timeout_seconds : 0.0;
   hvda_comm_t comm = nullptr;
   hvda_status s;
   if (init_config != nullptr) {

@@ -27,7 +27,7 @@ class ControllerTransport {
   virtual Status BitAnd(std::vector<uint64_t>* bits) = 0;
   // Between exchanges, on the thread that runs them: may a peer already wait
   // in an exchange this rank has not entered? Never blocks; true when the
-  // transport cannot tell (NOTE [Quiet cycles] in runtime_cycles.cc).
+  // transport cannot tell (NOTE [Quiet cycles] in generation_cycles.cc).
   virtual bool PeerMayWait() const { return true; }
 };
 

@@ -18,6 +18,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "common/store/store.h"
+#include "common/util/settings.h"
 
 namespace hvda {
 namespace {
@@ -104,7 +105,7 @@ Status ChooseAddress(gloo::transport::tcp::attr* attr) {
     return Status::InvalidArgument(
         "the ranks of this communicator are on several hosts, but this host (" +
         std::string(name) + ") has no network interface with an IPv4 address that is up; "
-        "connect it, or set HOROVOD_GLOO_IFACE to the interface the hosts share");
+        "connect it, or set " + setting_env::gloo_iface + " to the interface the hosts share");
   attr->iface = local.front().first;
   return Status::OK();
 }
@@ -141,8 +142,8 @@ Status CreateGlooContext(const CommunicatorSpec& spec, const std::string& iface,
     return Status::Aborted("could not connect Gloo communicator '" + spec.prefix + "' (rank " +
                            std::to_string(spec.rank) + " of " + std::to_string(spec.size) +
                            "): " + e.what() +
-                           ". Check that every rank was started and that HOROVOD_GLOO_IFACE "
-                           "names a reachable interface.");
+                           ". Check that every rank was started and that " +
+                           setting_env::gloo_iface + " names a reachable interface.");
   }
 }
 

@@ -1,5 +1,5 @@
 // Minimal leveled logging to stderr, prefixed with the rank. The level comes
-// from HOROVOD_LOG_LEVEL through Config; a Logger is owned by the Runtime.
+// from the log_level setting (HOROVOD_LOG_LEVEL); a Logger is owned by the Runtime.
 #pragma once
 
 #include <string>

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/util/settings.h"
+
 namespace hvda {
 
 Status AffinityCoreFor(const std::string& spec, int local_rank, int* core) {
@@ -24,13 +26,15 @@ Status AffinityCoreFor(const std::string& spec, int local_rank, int* core) {
       used = 0;
     }
     if (used == 0 || used != item.size() || value < 0)
-      return Status::InvalidArgument("HOROVOD_THREAD_AFFINITY='" + spec + "': '" + item +
+      return Status::InvalidArgument(std::string(setting_env::thread_affinity) + "='" + spec +
+                                     "': '" + item +
                                      "' is not a core number; give a comma-separated list of "
                                      "cores, one per local rank (e.g. 0,2).");
     cores.push_back(value);
   }
   if (local_rank < 0 || local_rank >= static_cast<int>(cores.size()))
-    return Status::InvalidArgument("HOROVOD_THREAD_AFFINITY='" + spec + "' lists " +
+    return Status::InvalidArgument(std::string(setting_env::thread_affinity) + "='" + spec +
+                                   "' lists " +
                                    std::to_string(cores.size()) + " cores but local rank " +
                                    std::to_string(local_rank) +
                                    " needs an entry; give one core per local rank.");
@@ -42,12 +46,14 @@ Status PinThread(std::thread& thread, int core) {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (core >= CPU_SETSIZE)
-    return Status::InvalidArgument("HOROVOD_THREAD_AFFINITY: core " + std::to_string(core) +
+    return Status::InvalidArgument(std::string(setting_env::thread_affinity) + ": core " +
+                                   std::to_string(core) +
                                    " is out of range.");
   CPU_SET(core, &set);
   int err = pthread_setaffinity_np(thread.native_handle(), sizeof(set), &set);
   if (err != 0)
-    return Status::InvalidArgument("HOROVOD_THREAD_AFFINITY: cannot pin the background thread to "
+    return Status::InvalidArgument(std::string(setting_env::thread_affinity) +
+                                   ": cannot pin the background thread to "
                                    "core " + std::to_string(core) + ": " + std::strerror(err) +
                                    " (is the core available to this process?).");
   return Status::OK();

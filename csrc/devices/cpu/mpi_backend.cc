@@ -3,7 +3,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "common/util/config.h"
+#include "common/job_spec.h"
 #include "kernels/reduce_kernels.h"
 
 namespace hvda {
@@ -21,8 +21,8 @@ int TagOf(const std::string& prefix) {
 
 }  // namespace
 
-Status MpiBackend::JobAvailable(const Config& config, const std::string& setting) {
-  if (config.IsSet("_HOROVOD_MPI_SHIM") && config.IsSet("_HOROVOD_MPI_COMM")) return Status::OK();
+Status MpiBackend::JobAvailable(const JobSpec& job, const std::string& setting) {
+  if (job.has_mpi()) return Status::OK();
   return Status::Precondition(
       setting + " needs a job started by mpirun (Open MPI or MPICH: `mpirun -np N python "
       "train.py`, or `horovodrun --mpi`), where hvd.init() loads the launcher's MPI; this job "
@@ -32,11 +32,10 @@ Status MpiBackend::JobAvailable(const Config& config, const std::string& setting
 
 Status MpiBackend::CreateForJob(const CommunicatorSpec& spec,
                                 std::unique_ptr<CollectiveBackend>* out) {
-  if (spec.config == nullptr)
-    return Status::InvalidArgument("mpi backend: no settings to find the job's MPI in");
-  HVDA_RETURN_IF_ERROR(JobAvailable(*spec.config, "the mpi backend"));
-  return Create(spec, spec.config->GetString("_HOROVOD_MPI_SHIM"),
-                static_cast<int>(spec.config->GetInt("_HOROVOD_MPI_COMM")), out);
+  if (spec.job == nullptr)
+    return Status::InvalidArgument("mpi backend: no job to find the job's MPI in");
+  HVDA_RETURN_IF_ERROR(JobAvailable(*spec.job, "the mpi backend"));
+  return Create(spec, spec.job->mpi_shim, static_cast<int>(spec.job->mpi_comm), out);
 }
 
 Status MpiBackend::Create(const CommunicatorSpec& spec, const std::string& shim_path, int job_comm,
@@ -47,7 +46,7 @@ Status MpiBackend::Create(const CommunicatorSpec& spec, const std::string& shim_
   int rc = shim->comm_size(job_comm, &job_size);
   if (rc != 0)
     return Status::Precondition(shim->Describe("mpi backend: MPI_Comm_size of the job communicator "
-                                               "(_HOROVOD_MPI_COMM)", rc));
+                                               "(JobSpec::mpi_comm)", rc));
   for (int r : spec.global_ranks)
     if (r < 0 || r >= job_size)
       return Status::Precondition("mpi backend: rank " + std::to_string(r) + " is not a rank of "

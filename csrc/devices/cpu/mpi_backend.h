@@ -28,12 +28,13 @@ namespace cpu {
 
 class MpiBackend : public CollectiveBackend {
  public:
-  // OK when this process's job was formed from MPI by hvd.init() (which sets
-  // _HOROVOD_MPI_SHIM and _HOROVOD_MPI_COMM on every rank alike); else an
-  // error for the user, naming `setting` (e.g. "HOROVOD_CONTROLLER=mpi").
-  static Status JobAvailable(const Config& config, const std::string& setting);
+  // OK when this process's job was formed from MPI by hvd.init() (which
+  // passes the shim and the job's communicator in the JobSpec on every rank
+  // alike); else an error for the user, naming `setting` (e.g.
+  // "HOROVOD_CONTROLLER=mpi").
+  static Status JobAvailable(const JobSpec& job, const std::string& setting);
 
-  // Create with the shim and job communicator of spec.config (which must be
+  // Create with the shim and job communicator of spec.job (which must be
   // set and pass JobAvailable).
   static Status CreateForJob(const CommunicatorSpec& spec, std::unique_ptr<CollectiveBackend>* out);
 

@@ -1,6 +1,7 @@
 #include "devices/cpu/register.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "devices/cpu/gloo_backend.h"
@@ -8,7 +9,7 @@
 #include "devices/cpu/host_device.h"
 #include "devices/cpu/mpi_backend.h"
 #include "devices/cpu/shm_backend.h"
-#include "common/util/config.h"
+#include "common/job_spec.h"
 
 namespace hvda {
 namespace {
@@ -26,9 +27,7 @@ bool AllRanksOnThisHost(const CommunicatorSpec& spec) {
 // span hosts with several ranks on one, which HasHierarchy checked): on the
 // CPU the host level is shared memory, so it always beats TCP between
 // ranks of one host.
-bool HierarchyWanted(const Config& config, const char* env) {
-  return config.IsSet(env) ? config.GetBool(env) : true;
-}
+bool HierarchyWanted(const std::optional<bool>& setting) { return setting.value_or(true); }
 
 }  // namespace
 
@@ -39,11 +38,11 @@ void RegisterCpuDevice(Registry* registry) {
   device.create = [] { return std::unique_ptr<Device>(new cpu::HostDevice()); };
   // The autotune log's hierarchical columns: what the "gloo" backend below
   // builds on the whole job (not tuned).
-  device.hierarchy = [](const CommunicatorSpec& job, const Config& config) {
+  device.hierarchy = [](const CommunicatorSpec& job, const Settings& settings) {
     HierarchyUse use;
     if (cpu::HierarchicalBackend::HasHierarchy(job)) {
-      use.allreduce = HierarchyWanted(config, "HOROVOD_HIERARCHICAL_ALLREDUCE");
-      use.allgather = HierarchyWanted(config, "HOROVOD_HIERARCHICAL_ALLGATHER");
+      use.allreduce = HierarchyWanted(settings.hierarchical_allreduce);
+      use.allgather = HierarchyWanted(settings.hierarchical_allgather);
     }
     return use;
   };
@@ -57,11 +56,9 @@ void RegisterCpuDevice(Registry* registry) {
   shm.usable = AllRanksOnThisHost;
   shm.carries_control = true;
   shm.create = [](const CommunicatorSpec& spec, std::unique_ptr<CollectiveBackend>* out) {
-    int64_t bytes = cpu::ShmBackend::kDefaultSegmentBytes;
-    if (spec.config != nullptr) bytes = spec.config->GetInt("HOROVOD_SHM_SEGMENT_BYTES");
-    if (bytes < 4096)
-      return Status::InvalidArgument("HOROVOD_SHM_SEGMENT_BYTES=" + std::to_string(bytes) +
-                                     " is too small; use at least 4096 (default 4194304).");
+    // The table bounds it (>= 4096, settings_table.h).
+    const int64_t bytes = spec.job != nullptr ? spec.job->settings.shm_segment_bytes
+                                              : cpu::ShmBackend::kDefaultSegmentBytes;
     return cpu::ShmBackend::Create(spec, bytes, out);
   };
   registry->AddBackend(std::move(shm));
@@ -73,14 +70,13 @@ void RegisterCpuDevice(Registry* registry) {
   gloo.create = [](const CommunicatorSpec& spec, std::unique_ptr<CollectiveBackend>* out) {
     // HOROVOD_GLOO_IFACE, as for the controller's Gloo context; empty:
     // loopback on one host, else the host name's address (gloo_context.h).
-    const std::string iface =
-        spec.config != nullptr ? spec.config->GetString("HOROVOD_GLOO_IFACE") : "";
-    if (spec.config != nullptr && cpu::HierarchicalBackend::HasHierarchy(spec)) {
-      cpu::HierarchicalLevels levels{HierarchyWanted(*spec.config, "HOROVOD_HIERARCHICAL_ALLREDUCE"),
-                                     HierarchyWanted(*spec.config, "HOROVOD_HIERARCHICAL_ALLGATHER")};
+    const std::string iface = spec.job != nullptr ? spec.job->settings.gloo_iface : "";
+    if (spec.job != nullptr && cpu::HierarchicalBackend::HasHierarchy(spec)) {
+      const Settings& s = spec.job->settings;
+      cpu::HierarchicalLevels levels{HierarchyWanted(s.hierarchical_allreduce),
+                                     HierarchyWanted(s.hierarchical_allgather)};
       if (levels.allreduce || levels.allgather)
-        return cpu::HierarchicalBackend::Create(
-            spec, iface, spec.config->GetInt("HOROVOD_SHM_SEGMENT_BYTES"), levels, out);
+        return cpu::HierarchicalBackend::Create(spec, iface, s.shm_segment_bytes, levels, out);
     }
     return cpu::GlooBackend::Create(spec, iface, out);
   };

@@ -1,7 +1,7 @@
-// Runtime: enqueue-time queueing (framework threads); what an op must be is
+// Generation: enqueue-time queueing (framework threads); what an op must be is
 // checked by BuildRequest (common/request_builder.h).
 #include "common/request_builder.h"
-#include "common/runtime.h"
+#include "common/generation.h"
 
 namespace hvda {
 namespace {
@@ -16,7 +16,7 @@ std::shared_ptr<Work> FailedWork(const Status& st, std::shared_ptr<GenerationEnd
 
 }  // namespace
 
-Status Runtime::BuildEntry(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e) {
+Status Generation::BuildEntry(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e) {
   HVDA_RETURN_IF_ERROR(BuildRequest(&a, *ps, &e->request));
   e->input = a.input;
   e->output = a.output;
@@ -26,9 +26,9 @@ Status Runtime::BuildEntry(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e) 
   return Status::OK();
 }
 
-Status Runtime::RecordReady(const EnqueueArgs& a, TensorEntry* e) {
+Status Generation::RecordReady(const EnqueueArgs& a, TensorEntry* e) {
   std::shared_ptr<PluginDevice> device;
-  Status bound = accel_.Bind(a.device_type, a.device, &device);
+  Status bound = accel_->Bind(a.device_type, a.device, &device);
   if (!bound.ok())
     return Status::InvalidArgument("'" + e->request.name + "': " + bound.reason());
   std::unique_ptr<Stream> framework;
@@ -48,16 +48,16 @@ Status Runtime::RecordReady(const EnqueueArgs& a, TensorEntry* e) {
   return Status::OK();
 }
 
-Status Runtime::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works) {
+Status Generation::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works) {
   works->clear();
-  if (ops.empty()) return CheckInitialized();
+  if (ops.empty()) return Status::OK();
   std::vector<TensorEntry> entries(ops.size());
   HVDA_RETURN_IF_ERROR(EnqueueEntries(ops.data(), entries.data(), ops.size()));
   for (auto& w : entries) works->push_back(std::move(w.work));
   return Status::OK();
 }
 
-Status Runtime::EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work) {
+Status Generation::EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work) {
   TensorEntry entry;
   HVDA_RETURN_IF_ERROR(EnqueueEntries(&op, &entry, 1));
   *work = std::move(entry.work);
@@ -69,8 +69,7 @@ Status Runtime::EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work) {
 // a refusal nothing is queued. After a failure of the job, or once the
 // generation is ending (NOTE [A deadlock ends the generation] in
 // coordinator.h), every op gets a Work already failed with that error.
-Status Runtime::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n) {
-  HVDA_RETURN_IF_ERROR(CheckInitialized());
+Status Generation::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n) {
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
     if (!EndStatusLocked().ok()) {
@@ -99,7 +98,7 @@ Status Runtime::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n)
   return Status::OK();
 }
 
-std::shared_ptr<Work> Runtime::EnqueueJoin(int device) {
+std::shared_ptr<Work> Generation::EnqueueJoin(int device) {
   TensorEntry e;
   e.request.type = RequestType::kJoin;
   e.request.name = "__join__";
@@ -108,15 +107,15 @@ std::shared_ptr<Work> Runtime::EnqueueJoin(int device) {
   e.work->SetDriver(cycles_.work_driver());
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
-    if (initialized_ && !EndStatusLocked().ok()) return FailedWork(EndStatusLocked(), end_);
+    if (!EndStatusLocked().ok()) return FailedWork(EndStatusLocked(), end_);
   }
   std::vector<TensorEntry> v;
   std::shared_ptr<Work> w = e.work;
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
     auto it = sets_.find(0);
-    if (it == sets_.end() || !initialized_)
-      return FailedWork(Status::InvalidArgument("Horovod has not been initialized; call hvd.init() first."));
+    if (it == sets_.end())  // stopped (Stop cleared the sets)
+      return FailedWork(Status::Aborted("Horovod has been shut down."));
     e.request.rank = it->second->set_rank;
     v.push_back(std::move(e));
     Status st = it->second->queue.Add(std::move(v));
@@ -127,7 +126,7 @@ std::shared_ptr<Work> Runtime::EnqueueJoin(int device) {
   return w;
 }
 
-Status Runtime::EnqueueBarrier(int process_set_id, std::shared_ptr<Work>* work) {
+Status Generation::EnqueueBarrier(int process_set_id, std::shared_ptr<Work>* work) {
   EnqueueArgs a;
   a.type = RequestType::kBarrier;
   a.name = "__barrier__";

@@ -1,17 +1,17 @@
-// Runtime: dynamic process sets. add/remove are collective over all ranks:
+// Generation: dynamic process sets. add/remove are collective over all ranks:
 // they travel as special requests of the global set, so every rank creates or
 // drops the set in the same cycle (see HandleProcessSetResponse).
 #include <algorithm>
 
-#include "common/runtime.h"
+#include "common/generation.h"
 
 namespace hvda {
 
-Status Runtime::AddProcessSet(std::vector<int> ranks, int* id) {
-  HVDA_RETURN_IF_ERROR(CheckInitialized());
+Status Generation::AddProcessSet(std::vector<int> ranks, int* id) {
   if (!dynamic_sets_)
     return Status::InvalidArgument(
-        "add_process_set() needs dynamic process sets: set HOROVOD_DYNAMIC_PROCESS_SETS=1 or call "
+        "add_process_set() needs dynamic process sets: set " +
+        std::string(setting_env::dynamic_process_sets) + "=1 or call "
         "hvd.init(process_sets='dynamic').");
   std::sort(ranks.begin(), ranks.end());
   {
@@ -43,14 +43,14 @@ Status Runtime::AddProcessSet(std::vector<int> ranks, int* id) {
   return Status::OK();
 }
 
-Status Runtime::RemoveProcessSet(int id, bool* removed) {
-  HVDA_RETURN_IF_ERROR(CheckInitialized());
+Status Generation::RemoveProcessSet(int id, bool* removed) {
   *removed = false;
   if (id == 0) return Status::OK();
   if (!dynamic_sets_)
     return Status::InvalidArgument(
-        "remove_process_set() needs dynamic process sets: set HOROVOD_DYNAMIC_PROCESS_SETS=1 or "
-        "call hvd.init(process_sets='dynamic').");
+        "remove_process_set() needs dynamic process sets: set " +
+        std::string(setting_env::dynamic_process_sets) +
+        "=1 or call hvd.init(process_sets='dynamic').");
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
     if (!sets_.count(id)) return Status::OK();
@@ -72,7 +72,7 @@ Status Runtime::RemoveProcessSet(int id, bool* removed) {
 // Runs on the background thread, at the same point of the same cycle on every
 // rank. Members of a new set connect its communicators here (blocking only
 // them); the others just record it.
-void Runtime::HandleProcessSetResponse(const Response& r, ProcessSetState* global) {
+void Generation::HandleProcessSetResponse(const Response& r, ProcessSetState* global) {
   TensorEntry e;
   bool have = global->queue.Take(r.names[0], &e);
   Status st;
@@ -115,15 +115,14 @@ void Runtime::HandleProcessSetResponse(const Response& r, ProcessSetState* globa
   }
 }
 
-std::vector<int> Runtime::ProcessSetIds() {
+std::vector<int> Generation::ProcessSetIds() {
   std::vector<int> ids;
   std::lock_guard<std::mutex> lock(sets_mu_);
   for (const auto& kv : sets_) ids.push_back(kv.first);
   return ids;
 }
 
-Status Runtime::ProcessSetRanks(int id, std::vector<int>* ranks) {
-  HVDA_RETURN_IF_ERROR(CheckInitialized());
+Status Generation::ProcessSetRanks(int id, std::vector<int>* ranks) {
   std::lock_guard<std::mutex> lock(sets_mu_);
   auto it = sets_.find(id);
   if (it == sets_.end())

@@ -1,9 +1,9 @@
-// Runtime: what one negotiation + execution cycle does over every process
+// Generation: what one negotiation + execution cycle does over every process
 // set of this rank (the CycleHost side; when and on which thread cycles run
 // is the CycleLoop's, cycle_loop.h), and how a failure ends the generation.
 #include <algorithm>
 
-#include "common/runtime.h"
+#include "common/generation.h"
 
 namespace hvda {
 
@@ -27,7 +27,7 @@ bool Unanswered(const ProcessSetState& ps) {
 
 }  // namespace
 
-bool Runtime::Negotiating() {
+bool Generation::Negotiating() {
   std::lock_guard<std::mutex> lock(sets_mu_);
   for (auto& kv : sets_)
     if (Unanswered(*kv.second)) return true;
@@ -47,7 +47,7 @@ bool Runtime::Negotiating() {
 // rank waiting in a cycle is always "ahead" of those that have not entered
 // it. A rank with nothing to do notices a dead peer at its next op.
 // Measurements: docs/design/negotiation.md.
-bool Runtime::CycleWanted(bool* device_busy) {
+bool Generation::CycleWanted(bool* device_busy) {
   std::lock_guard<std::mutex> lock(sets_mu_);
   bool wanted = false;
   for (auto& kv : sets_) {
@@ -62,7 +62,7 @@ bool Runtime::CycleWanted(bool* device_busy) {
   return wanted || deadlock_end_requested_.load();  // a deadlock's end to announce
 }
 
-bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
+bool Generation::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
   if (timeline_.enabled()) timeline_.MarkCycleStart();
   std::vector<ProcessSetState*> sets;
   bool locally_idle = true;  // nothing in flight in any set of this rank
@@ -75,7 +75,7 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
   }
   // NOTE [Deadlock detection] (coordinator.h): this rank's stuck bit goes
   // into the global set's cycle; the ANDed verdict into every other set's.
-  bool stuck = deadlock_seconds_ > 0 && activity_->Stuck(deadlock_seconds_);
+  bool stuck = job_.settings.deadlock_seconds > 0 && activity_->Stuck(job_.settings.deadlock_seconds);
   for (size_t i = 0; stuck && i < sets.size(); ++i)
     stuck = sets[i]->removed || !sets[i]->controller->has_unsent();
   bool stop = false;
@@ -129,7 +129,7 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
     st = ps->executor->PollCompletions();
     if (st.ok() && ps->device_executor) {
       st = ps->device_executor->PollCompletions();
-      if (st.ok()) st = ps->device_executor->CheckHealth(accel_timeout_seconds_);
+      if (st.ok()) st = ps->device_executor->CheckHealth(job_.settings.accel_timeout_seconds);
       if (st.ok()) cycles_.NotePolled();
     }
     if (!st.ok()) {
@@ -159,9 +159,9 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
     if (deadlock_end)
       FailEverything(Status::Aborted(kDeadlockEnded));
     else if (who.empty())
-      FailEverything(Status::Aborted("Horovod has been shut down by the stall inspector "
-                                     "(HOROVOD_STALL_SHUTDOWN_TIME_SECONDS); check the output of "
-                                     "every rank."));
+      FailEverything(Status::Aborted("Horovod has been shut down by the stall inspector (" +
+                                     std::string(setting_env::stall_shutdown_seconds) +
+                                     "); check the output of every rank."));
     else
       FailEverything(Status::Aborted(
           "Horovod has been shut down: rank " + who +
@@ -173,7 +173,7 @@ bool Runtime::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
   return true;
 }
 
-void Runtime::FailEverything(const Status& st) {
+void Generation::FailEverything(const Status& st) {
   Status failure = st;
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
@@ -182,7 +182,7 @@ void Runtime::FailEverything(const Status& st) {
     failure = failure_;
   }
   if (st.code() != StatusCode::kAborted || st.reason().find("shut down") == std::string::npos)
-    log_.Log(LogLevel::kError, "background loop stopped: " + st.reason());
+    log_->Log(LogLevel::kError, "background loop stopped: " + st.reason());
   std::lock_guard<std::mutex> lock(sets_mu_);
   for (auto& kv : sets_) {
     // Device work of healthy peers finishes in moments; work waiting for a
@@ -193,7 +193,7 @@ void Runtime::FailEverything(const Status& st) {
   }
 }
 
-bool Runtime::PollDevices() {
+bool Generation::PollDevices() {
   std::vector<ProcessSetState*> sets;
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
@@ -202,7 +202,7 @@ bool Runtime::PollDevices() {
   }
   for (ProcessSetState* ps : sets) {
     Status st = ps->device_executor->PollCompletions();
-    if (st.ok()) st = ps->device_executor->CheckHealth(accel_timeout_seconds_);
+    if (st.ok()) st = ps->device_executor->CheckHealth(job_.settings.accel_timeout_seconds);
     if (!st.ok()) {
       FailEverything(st);
       return false;
@@ -211,6 +211,6 @@ bool Runtime::PollDevices() {
   return true;
 }
 
-double Runtime::CycleTimeMs() { return tunables_->cycle_time_ms(); }
+double Generation::CycleTimeMs() { return tunables_->cycle_time_ms(); }
 
 }  // namespace hvda
