@@ -274,7 +274,15 @@ def _store_address(root, same_host, rank):
 def _root_addresses():
     iface = os.environ.get("HOROVOD_GLOO_IFACE")
     if iface:
-        return [network.interface_ipv4(iface)]
+        # Runs on rank 0 before the broadcast the others wait in, so it must
+        # not raise: an interface that does not exist here, or has no IPv4
+        # address, gives no address and the other hosts' ranks fail naming
+        # HOROVOD_GLOO_IFACE (_store_address).
+        try:
+            ip = network.interface_ipv4(iface)
+        except ValueError:
+            ip = None
+        return [ip] if ip else []
     return [a for a in network.local_addresses() if not a.startswith("127.")]
 
 
