@@ -306,6 +306,19 @@ def test_only_the_client_and_the_server_speak_the_protocol():
     assert speakers == {"rendezvous/client.py", "rendezvous/server.py"}
 
 
+def test_no_module_opens_its_own_socket_outside_the_rendezvous_package():
+    """Outside horovod_accel/rendezvous/ no module opens a TCP connection or a
+    socket of its own: probing or talking to a store is StoreClient's job,
+    serving one RendezvousStoreServer's, routes network.py's."""
+    openers = set()
+    for path in (REPO / "horovod_accel").rglob("*.py"):
+        rel = path.relative_to(REPO / "horovod_accel").as_posix()
+        if not rel.startswith("rendezvous/") and \
+                re.search(r"create_connection\(|socket\.socket\(", path.read_text()):
+            openers.add(rel)
+    assert openers == set()
+
+
 def test_first_reachable_probes_each_address_once(server):
     closed = socket.create_server(("127.0.0.1", 0))
     closed_port = closed.getsockname()[1]
