@@ -19,6 +19,7 @@ import socket
 import sys
 
 from horovod_accel.rendezvous import network
+from horovod_accel.rendezvous.client import StoreClient
 from horovod_accel.rendezvous.server import RendezvousStoreServer
 
 # Sonames of each ABI family's library, in the order they are tried.
@@ -262,12 +263,9 @@ def _store_address(root, same_host, rank):
     that accepts a connection."""
     if same_host:
         return "127.0.0.1"
-    for addr in root["addrs"]:
-        try:
-            with socket.create_connection((addr, root["port"]), timeout=2.0):
-                return addr
-        except OSError:
-            continue
+    addr = StoreClient.first_reachable(root["addrs"], root["port"], timeout=2.0)
+    if addr is not None:
+        return addr
     raise MpiError(f"rank {rank} cannot reach the rendezvous store of rank 0 (host "
                    f"{root['host']}, port {root['port']}) at any of its addresses "
                    f"{root['addrs']}; set HOROVOD_GLOO_IFACE to the interface the hosts share.")
@@ -276,7 +274,15 @@ def _store_address(root, same_host, rank):
 def _root_addresses():
     iface = os.environ.get("HOROVOD_GLOO_IFACE")
     if iface:
-        return [network.interface_ipv4(iface)]
+        # Runs on rank 0 before the broadcast the others wait in, so it must
+        # not raise: an interface that does not exist here, or has no IPv4
+        # address, gives no address and the other hosts' ranks fail naming
+        # HOROVOD_GLOO_IFACE (_store_address).
+        try:
+            ip = network.interface_ipv4(iface)
+        except ValueError:
+            ip = None
+        return [ip] if ip else []
     return [a for a in network.local_addresses() if not a.startswith("127.")]
 
 

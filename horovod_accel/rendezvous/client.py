@@ -1,4 +1,6 @@
-"""Python client of horovodrun's rendezvous store (protocol: protocol.py).
+"""The Python client of the rendezvous store (protocol: protocol.py, defined
+once in csrc/common/store/wire_protocol.def). Every Python module that talks
+to a store, or probes one, goes through StoreClient.
 
     with StoreClient.from_env() as store:      # inside a rank started by horovodrun
         store.set("ready/0", b"1")
@@ -54,6 +56,21 @@ class StoreClient:
         if timeout is None:
             timeout = float(os.environ.get("HOROVOD_START_TIMEOUT", "30"))
         return cls(host, port, os.environ.get("_HOROVOD_SECRET_KEY", ""), timeout)
+
+    @staticmethod
+    def first_reachable(hosts, port, timeout=2.0):
+        """The first of `hosts` (addresses of one store's machine) on which
+        something accepts a TCP connection at `port`, or None. One attempt per
+        host, each bounded by `timeout` seconds, no handshake and no retry: a
+        probe for choosing the address, not a proof that the store is there
+        (the StoreClient then opened on it authenticates)."""
+        for host in hosts:
+            try:
+                with socket.create_connection((host, int(port)), timeout=timeout):
+                    return host
+            except OSError:
+                continue
+        return None
 
     def _connect(self, host, port, secret):
         deadline = time.monotonic() + self._timeout

@@ -1,43 +1,57 @@
 """Which hosts are this machine, and which address remote ranks use to reach
-horovodrun's rendezvous store. Linux-oriented (interface addresses by ioctl)."""
-import fcntl
+the rendezvous store. Interface addresses come from psutil.net_if_addrs()
+(as upstream Horovod's launcher reads them): any interface name length, and
+the same answer on every platform psutil supports. Only IPv4 addresses are
+used, as the store and Gloo's address exchange expect."""
 import functools
 import socket
-import struct
 
-_SIOCGIFADDR = 0x8915
+import psutil
+
+
+def interface_addresses():
+    """{interface name: [its IPv4 addresses, in the order the OS lists them]}
+    for every interface of this machine, including those without an IPv4
+    address (empty list). Read anew on every call (interfaces come and go)."""
+    return {name: [a.address for a in addrs if a.family == socket.AF_INET]
+            for name, addrs in psutil.net_if_addrs().items()}
+
+
+def _unknown_interface(ifname, known):
+    return ValueError(f"network interface '{ifname}' does not exist on this machine "
+                      f"(it has: {', '.join(sorted(known)) or 'none'}); check the name given to "
+                      "--network-interfaces, nics= or HOROVOD_GLOO_IFACE")
 
 
 def interface_ipv4(ifname):
-    """IPv4 address of a network interface, or None if it has none."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            req = struct.pack("256s", ifname.encode()[:15])
-            return socket.inet_ntoa(fcntl.ioctl(s.fileno(), _SIOCGIFADDR, req)[20:24])
-        except OSError:
-            return None
+    """The (first) IPv4 address of network interface `ifname`, or None if it
+    has none. Raises ValueError naming this machine's interfaces if there is
+    no interface of that name."""
+    known = interface_addresses()
+    if ifname not in known:
+        raise _unknown_interface(ifname, known)
+    return next(iter(known[ifname]), None)
+
+
+def first_interface_ipv4(nics):
+    """The IPv4 address of the first of `nics` that exists here and has one,
+    or None. Names that do not exist here are skipped (other hosts may have
+    them); driver_address_for names them when none fits."""
+    known = interface_addresses()
+    return next((known[nic][0] for nic in nics or () if known.get(nic)), None)
 
 
 def interface_with_address(ip):
     """Name of this machine's interface whose IPv4 address is `ip`, or None."""
-    try:
-        names = [name for _, name in socket.if_nameindex()]
-    except OSError:
-        return None
-    return next((name for name in names if interface_ipv4(name) == ip), None)
+    return next((name for name, ips in interface_addresses().items() if ip in ips), None)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def local_addresses():
     """IPv4 addresses of this machine's interfaces plus its host names."""
     out = {"localhost", "127.0.0.1", socket.gethostname(), socket.getfqdn()}
-    try:
-        for _, name in socket.if_nameindex():
-            ip = interface_ipv4(name)
-            if ip:
-                out.add(ip)
-    except OSError:
-        pass
+    for ips in interface_addresses().values():
+        out.update(ips)
     try:
         out.update(socket.gethostbyname_ex(socket.gethostname())[2])
     except OSError:
@@ -45,7 +59,7 @@ def local_addresses():
     return frozenset(out)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def is_local_host(name):
     """True if `name` (as given in -H/--hostfile) is this machine. May do a DNS
     lookup; a name that does not resolve counts as remote (ssh will report it)."""
@@ -61,13 +75,16 @@ def driver_address_for(remote_host, nics):
     """The address of this machine that `remote_host` can use to reach it:
     the first of `nics` that has an IPv4 address if given, else the source
     address the kernel routes to remote_host from (no packet is sent)."""
-    for nic in nics or ():
-        ip = interface_ipv4(nic)
-        if ip:
-            return ip
+    ip = first_interface_ipv4(nics)
+    if ip:
+        return ip
     if nics:
+        known = interface_addresses()
+        missing = [nic for nic in nics if nic not in known]
+        why = (f"; {', '.join(missing)} do{'es' if len(missing) == 1 else ''} not exist here "
+               f"(this machine has: {', '.join(sorted(known))})" if missing else "")
         raise ValueError(f"none of the network interfaces {', '.join(nics)} "
-                         "(--network-interfaces) has an IPv4 address on this machine")
+                         f"(--network-interfaces) has an IPv4 address on this machine{why}")
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect((socket.gethostbyname(remote_host), 9))

@@ -1,38 +1,27 @@
-"""Wire protocol of the rendezvous store (shared by the Python server and client).
+"""Wire protocol of the rendezvous store in Python: constants and framing,
+shared by the server (server.py) and the client (client.py).
 
-The C++ client (csrc/common/store/tcp_store.cc) implements the same protocol;
-change both together and bump MAGIC when the format changes.
+The one definition of the protocol is the table csrc/common/store/wire_protocol.def
+(NOTE [Rendezvous store wire protocol]): message codes, field orders, sizes,
+the magic. The core's C++ client (csrc/common/store/tcp_store.cc) derives its
+constants from that table; the constants below are literal copies so that
+importing this module reads no file, and tests/python/test_rendezvous_wire.py
+fails if any of them, or the bytes client.py and server.py exchange, differ
+from the table. Released launchers and cores talk through this format: do not
+change it without a new MAGIC, and then change the table first.
 
-NOTE [Rendezvous store wire protocol]
-Transport: one TCP connection per client; several are fine.
-
-Frame:   u32 big-endian N, then N payload bytes. N <= MAX_FRAME (64 MiB);
-         the first frame of a connection must be <= MAX_HELLO_FRAME (4 KiB),
-         so an unauthenticated peer cannot make the server allocate much.
-Payload: u8 code, then zero or more fields, each a u32 big-endian length
-         followed by that many bytes. Integers inside fields are ASCII decimal.
-
-Requests (client -> server); exactly one in flight per connection:
-  0x01 HELLO  [MAGIC, secret]  must be the first frame -> OK [] | REFUSED [msg]
-  0x02 SET    [key, value]                           -> OK []
-  0x03 GET    [key, timeout_ms]  blocks in the server until the key is set
-                                 (timeout_ms < 0: no limit)
-                                                     -> OK [value] | TIMEOUT [msg]
-  0x04 ADD    [key, delta]       atomic; a missing key counts as 0; the value
-                                 is stored as ASCII decimal -> OK [new value]
-  0x05 DELETE [key]                                  -> OK ["1" | "0"]
-Replies (server -> client):
-  0x80 OK [fields]   0x81 TIMEOUT [msg]
-  0x82 REFUSED [msg] (wrong magic or secret; the server then closes)
-  0x83 ERROR [msg]   (malformed request, e.g. ADD on a non-integer value;
-                      after a malformed frame the server closes)
+Frame: u32 big-endian length, then a payload of a u8 code and fields, each a
+u32 big-endian length and its bytes (integers inside fields: ASCII decimal).
 """
 import socket
 import struct
 
+# One name per line of the table (Magic -> MAGIC, OP_ for requests, ST_ for replies).
 MAGIC = b"hvda-store/1"
 MAX_FRAME = 64 << 20
 MAX_HELLO_FRAME = 4096
+LENGTH_BYTES = 4
+CODE_BYTES = 1
 
 OP_HELLO = 0x01
 OP_SET = 0x02
@@ -73,12 +62,12 @@ def decode_payload(payload):
     """Splits a payload into (code, [field bytes]); raises ProtocolError if malformed."""
     if not payload:
         raise ProtocolError("empty frame")
-    code, fields, pos = payload[0], [], 1
+    code, fields, pos = payload[0], [], CODE_BYTES
     while pos < len(payload):
-        if pos + 4 > len(payload):
+        if pos + LENGTH_BYTES > len(payload):
             raise ProtocolError("truncated field length")
         (n,) = _U32.unpack_from(payload, pos)
-        pos += 4
+        pos += LENGTH_BYTES
         if pos + n > len(payload):
             raise ProtocolError("truncated field")
         fields.append(payload[pos:pos + n])
@@ -101,7 +90,7 @@ def _recv_exact(sock, n, at_boundary):
 def read_frame(sock, max_size=MAX_FRAME):
     """Blocks until one whole frame arrives (honouring the socket's timeout,
     which raises socket.timeout); returns (code, fields)."""
-    (n,) = _U32.unpack(_recv_exact(sock, 4, at_boundary=True))
+    (n,) = _U32.unpack(_recv_exact(sock, LENGTH_BYTES, at_boundary=True))
     if n > max_size:
         raise ProtocolError(f"frame of {n} bytes exceeds the {max_size}-byte limit")
     return decode_payload(_recv_exact(sock, n, at_boundary=False))

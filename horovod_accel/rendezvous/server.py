@@ -5,8 +5,9 @@ Ranks reach it through HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT and authenticate with
 the per-job secret in _HOROVOD_SECRET_KEY. The core uses it (C++ client in
 csrc/common/store/tcp_store.cc) to exchange addresses while building
 communicators; tests and Python code use horovod_accel.rendezvous.client.
-The wire protocol is documented in protocol.py (NOTE [Rendezvous store
-wire protocol]): length-prefixed binary frames over TCP; the first frame
+The wire protocol is the table csrc/common/store/wire_protocol.def (NOTE
+[Rendezvous store wire protocol]; constants and framing in protocol.py):
+length-prefixed binary frames over TCP; the first frame
 authenticates with the job secret (else REFUSED and closed); then SET, GET
 (held in the server until the key is set or its timeout passes), ADD, DELETE.
 

@@ -1,9 +1,9 @@
 // TcpStore (common/store/tcp_store.h), the C++ client of horovodrun's
 // rendezvous store, against a minimal server in this file that follows NOTE
-// [Rendezvous store wire protocol] as horovod_accel/rendezvous/server.py
-// serves it: HELLO with magic and secret first (REFUSED with the server's
-// reason otherwise), SET, and GET held until the key is set or its timeout
-// passes (then TIMEOUT).
+// [Rendezvous store wire protocol] (common/store/wire_protocol.def) as
+// horovod_accel/rendezvous/server.py serves it: HELLO with magic and secret
+// first (REFUSED with the server's reason otherwise), SET, and GET held until
+// the key is set or its timeout passes (then TIMEOUT).
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "common/store/tcp_store.h"
+#include "common/store/wire_protocol.h"
+#include "store_wire_test_util.h"
 
 namespace hvda {
 namespace {
@@ -30,8 +32,15 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-constexpr uint8_t kHello = 0x01, kSet = 0x02, kGet = 0x03;
-constexpr uint8_t kOk = 0x80, kTimedOut = 0x81, kRefused = 0x82, kError = 0x83;
+// The codes come from the one table (common/store/wire_protocol.def); the
+// framing below is this file's own, an independent reading of it.
+using store_wire::kOpGet;
+using store_wire::kOpHello;
+using store_wire::kOpSet;
+using store_wire::kStError;
+using store_wire::kStOk;
+using store_wire::kStRefused;
+using store_wire::kStTimeout;
 
 // Reads exactly `n` bytes from a blocking socket; false on EOF or error.
 bool ReadExactly(int fd, std::string* out, size_t n) {
@@ -59,11 +68,13 @@ struct Frame {
   std::vector<std::string> fields;
 };
 
-bool ReadFrame(int fd, Frame* req) {
+// Reads one request; its bytes, length prefix included, go to *raw.
+bool ReadFrame(int fd, Frame* req, std::string* raw) {
   std::string head, payload;
   if (!ReadExactly(fd, &head, 4) || !ReadExactly(fd, &payload, BigEndianAt(head, 0)) ||
       payload.empty())
     return false;
+  *raw = head + payload;
   req->code = static_cast<uint8_t>(payload[0]);
   req->fields.clear();
   for (size_t at = 1; at < payload.size();) {
@@ -118,6 +129,12 @@ class FakeStoreServer {
     return last_get_timeout_;
   }
 
+  // Every request frame received so far, whole, in arrival order.
+  std::vector<std::string> frames() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return frames_;
+  }
+
   // From now on SET is answered with ERROR [why].
   void FailSetsWith(std::string why) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -159,26 +176,29 @@ class FakeStoreServer {
   // connection ends; then one request at a time until the client leaves.
   void Serve(int fd) {
     Frame req;
-    if (!ReadFrame(fd, &req)) return;
-    if (req.code != kHello || req.fields.size() != 2 || req.fields[0] != "hvda-store/1") {
+    std::string raw;
+    if (!ReadFrame(fd, &req, &raw)) return;
+    Record(raw);
+    if (req.code != kOpHello || req.fields.size() != 2 || req.fields[0] != store_wire::kMagic) {
       return Refuse(fd, "the client speaks another protocol or version");
     }
     if (req.fields[1] != secret_ || secret_.empty()) {
       return Refuse(fd, "wrong job secret (_HOROVOD_SECRET_KEY); only processes started by this "
                         "horovodrun may connect");
     }
-    Reply(fd, kOk);
-    while (ReadFrame(fd, &req)) {
+    Reply(fd, kStOk);
+    while (ReadFrame(fd, &req, &raw)) {
       std::unique_lock<std::mutex> lock(mu_);
-      if (req.code == kSet && req.fields.size() == 2) {
+      frames_.push_back(raw);
+      if (req.code == kOpSet && req.fields.size() == 2) {
         if (!set_error_.empty()) {
-          Reply(fd, kError, {set_error_});
+          Reply(fd, kStError, {set_error_});
           continue;
         }
         data_[req.fields[0]] = req.fields[1];
         cv_.notify_all();
-        Reply(fd, kOk);
-      } else if (req.code == kGet && req.fields.size() == 2) {
+        Reply(fd, kStOk);
+      } else if (req.code == kOpGet && req.fields.size() == 2) {
         const std::string& key = req.fields[0];
         const long long ms = std::stoll(req.fields[1]);
         last_get_timeout_ = req.fields[1];
@@ -189,19 +209,24 @@ class FakeStoreServer {
         else
           cv_.wait_for(lock, milliseconds(ms), ready);
         if (data_.count(key))
-          Reply(fd, kOk, {data_[key]});
+          Reply(fd, kStOk, {data_[key]});
         else if (!stopped_)
-          Reply(fd, kTimedOut, {"key '" + key + "' was not set within " + req.fields[1] + " ms"});
+          Reply(fd, kStTimeout, {"key '" + key + "' was not set within " + req.fields[1] + " ms"});
       } else {
-        Reply(fd, kError, {"unknown request code"});
+        Reply(fd, kStError, {"unknown request code"});
         return;
       }
     }
   }
 
+  void Record(const std::string& raw) {
+    std::lock_guard<std::mutex> lock(mu_);
+    frames_.push_back(raw);
+  }
+
   void Refuse(int fd, const std::string& why) {
     ++refused_;
-    Reply(fd, kRefused, {why});
+    Reply(fd, kStRefused, {why});
     shutdown(fd, SHUT_RDWR);  // closed by Stop(), so the number is never reused meanwhile
   }
 
@@ -218,6 +243,7 @@ class FakeStoreServer {
   std::string set_error_;
   std::string last_get_timeout_;
   std::map<std::string, std::string> data_;
+  std::vector<std::string> frames_;
   std::vector<int> conns_;
   std::vector<std::thread> serve_threads_;
 };
@@ -255,6 +281,27 @@ TEST_F(ConnectedTcpStore, SetGetRoundTrip) {
   ASSERT_TRUE(prefixed.Set("k", "v").ok());
   ASSERT_TRUE(store->Get("round1/k", &value, milliseconds(1000)).ok());
   EXPECT_EQ(value, "v");
+}
+
+// The bytes TcpStore sends are the table's (common/store/wire_protocol.def):
+// each request it uses is the frame built from the table's field order with
+// this test's values. tests/python/test_rendezvous_wire.py holds the Python
+// server and client to the same table, so a disagreement on a code, a field
+// order or the framing between the core and horovodrun fails a test.
+TEST_F(ConnectedTcpStore, RequestBytesFollowTheTable) {
+  ASSERT_TRUE(store->Set("rank.0", "10.0.0.1:4000").ok());
+  std::string value;
+  ASSERT_TRUE(store->Get("rank.0", &value, milliseconds(1500)).ok());
+  const std::map<std::string, std::string> values = {{"magic", store_wire::kMagic},
+                                                     {"secret", "s"},
+                                                     {"key", "rank.0"},
+                                                     {"value", "10.0.0.1:4000"},
+                                                     {"timeout_ms", "1500"}};
+  std::vector<std::string> expected, sent;
+  for (const char* request : {"Hello", "Set", "Get"})
+    expected.push_back(store_wire_test::Hex(store_wire_test::TableFrame(request, values)));
+  for (const std::string& frame : server.frames()) sent.push_back(store_wire_test::Hex(frame));
+  EXPECT_EQ(sent, expected);
 }
 
 // The server holds a GET until the key arrives; a SET from another thread

@@ -353,7 +353,7 @@ def cpp_probe(tmp_path_factory):
     exe = tmp_path_factory.mktemp("probe") / "tcp_store_probe"
     subprocess.run([gxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{REPO / 'csrc'}",
                     str(SCRIPTS / "tcp_store_probe.cc"), str(REPO / "csrc/common/store/tcp_store.cc"),
-                    "-o", str(exe), "-pthread"], check=True, timeout=300)
+                    str(REPO / "csrc/common/store/wire_protocol.cc"), "-o", str(exe), "-pthread"], check=True, timeout=300)
     return str(exe)
 
 

@@ -1,7 +1,6 @@
 // TcpStore: see tcp_store.h for the contract and the wire protocol.
 #include "common/store/tcp_store.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -19,25 +18,29 @@
 #include <thread>
 #include <vector>
 
+#include "common/store/wire_protocol.h"
+
 namespace hvda {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr char kMagic[] = "hvda-store/1";
-constexpr uint8_t kOpHello = 0x01, kOpSet = 0x02, kOpGet = 0x03;
-constexpr uint8_t kStOk = 0x80, kStTimeout = 0x81, kStRefused = 0x82;
-constexpr uint32_t kMaxFrame = 64u << 20;
+// The protocol's constants and framing: the one table (wire_protocol.def).
+using store_wire::EncodeFrame;
+using store_wire::Frame;
+using store_wire::kMagic;
+using store_wire::kMaxFrame;
+using store_wire::kOpGet;
+using store_wire::kOpHello;
+using store_wire::kOpSet;
+using store_wire::kStOk;
+using store_wire::kStRefused;
+using store_wire::kStTimeout;
 // Beyond this a Get waits without limit (avoids overflowing time arithmetic).
 constexpr milliseconds kNoLimit = std::chrono::hours(24 * 365);
 // Extra time a Get waits for the server's own TIMEOUT reply before giving up.
 constexpr milliseconds kGetReplySlack(10000);
-
-struct Frame {
-  uint8_t code = 0;
-  std::vector<std::string> fields;
-};
 
 std::string Errno(int e) { return std::strerror(e); }
 
@@ -105,49 +108,20 @@ bool RecvAll(int fd, char* buf, size_t len, Clock::time_point deadline, std::str
   return true;
 }
 
-void PutU32(std::string* s, uint32_t v) {
-  uint32_t be = htonl(v);
-  s->append(reinterpret_cast<const char*>(&be), 4);
-}
-
-uint32_t GetU32(const char* p) {
-  uint32_t be;
-  std::memcpy(&be, p, 4);
-  return ntohl(be);
-}
-
-std::string EncodeFrame(uint8_t code, const std::vector<std::string>& fields) {
-  std::string payload(1, static_cast<char>(code));
-  for (const auto& f : fields) {
-    PutU32(&payload, static_cast<uint32_t>(f.size()));
-    payload += f;
-  }
-  std::string frame;
-  PutU32(&frame, static_cast<uint32_t>(payload.size()));
-  return frame + payload;
-}
-
 bool ReadFrame(int fd, Clock::time_point deadline, Frame* out, std::string* err) {
-  char hdr[4];
-  if (!RecvAll(fd, hdr, 4, deadline, err)) return false;
-  uint32_t n = GetU32(hdr);
+  char hdr[store_wire::kLengthBytes];
+  if (!RecvAll(fd, hdr, sizeof(hdr), deadline, err)) return false;
+  const uint32_t n = store_wire::DecodeLength(hdr);
   if (n == 0 || n > kMaxFrame) {
     *err = "malformed reply (frame of " + std::to_string(n) + " bytes)";
     return false;
   }
   std::string payload(n, '\0');
   if (!RecvAll(fd, &payload[0], n, deadline, err)) return false;
-  out->code = static_cast<uint8_t>(payload[0]);
-  out->fields.clear();
-  size_t pos = 1;
-  while (pos < payload.size()) {
-    if (pos + 4 > payload.size() || pos + 4 + GetU32(&payload[pos]) > payload.size()) {
-      *err = "malformed reply (truncated field)";
-      return false;
-    }
-    uint32_t len = GetU32(&payload[pos]);
-    out->fields.emplace_back(payload, pos + 4, len);
-    pos += 4 + len;
+  std::string why;
+  if (!store_wire::DecodePayload(payload, out, &why)) {
+    *err = "malformed reply (" + why + ")";
+    return false;
   }
   return true;
 }

@@ -3,19 +3,11 @@
 // HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT and prove they belong to the job with
 // the secret in _HOROVOD_SECRET_KEY.
 //
-// NOTE [Rendezvous store wire protocol] (authoritative copy with the server in
-// horovod_accel/rendezvous/protocol.py; change both together)
-//   Frame:   u32 big-endian N, then N payload bytes (N <= 64 MiB; the first
-//            frame of a connection <= 4 KiB).
-//   Payload: u8 code, then fields, each u32 big-endian length + bytes.
-//            Integers inside fields are ASCII decimal.
-//   Requests: 0x01 HELLO [magic "hvda-store/1", secret] (first frame),
-//             0x02 SET [key, value], 0x03 GET [key, timeout_ms] (the server
-//             holds the reply until the key is set or timeout_ms passes;
-//             < 0 = no limit), 0x04 ADD [key, delta], 0x05 DELETE [key].
-//   Replies:  0x80 OK [fields], 0x81 TIMEOUT [msg], 0x82 REFUSED [msg] (then
-//             closed), 0x83 ERROR [msg]. One request in flight per connection.
-// This client uses HELLO, SET and GET.
+// The wire protocol is NOTE [Rendezvous store wire protocol] in
+// common/store/wire_protocol.def, the one table both the Python server and
+// this client are built from or tested against; the constants and framing
+// used here come from common/store/wire_protocol.h.
+// This client sends Hello, Set and Get.
 #pragma once
 
 #include <chrono>

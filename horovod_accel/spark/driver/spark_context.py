@@ -45,10 +45,9 @@ def store_address(sc, nics):
     """(bind address, address the tasks reach the driver's store at)."""
     if is_local(sc):
         return "127.0.0.1", "127.0.0.1"
-    for nic in nics or ():
-        ip = network.interface_ipv4(nic)
-        if ip:
-            return "0.0.0.0", ip
+    ip = network.first_interface_ipv4(nics)
+    if ip:
+        return "0.0.0.0", ip
     if nics:
         raise ValueError(f"none of the network interfaces {', '.join(nics)} (nics) has an IPv4 "
                          "address on the Spark driver")

@@ -1,5 +1,6 @@
 // Command-line driver of the C++ TcpStore client, used by test_launcher.py
-// (compiled there with g++ against csrc/common/store/tcp_store.cc alone).
+// (compiled there with g++ against csrc/common/store/tcp_store.cc and
+// wire_protocol.cc alone).
 //   tcp_store_probe HOST PORT SECRET CONNECT_MS set KEY VALUE
 //   tcp_store_probe HOST PORT SECRET CONNECT_MS get KEY TIMEOUT_MS   (prints the value)
 //   tcp_store_probe HOST PORT SECRET CONNECT_MS cross KEY            (one thread Gets KEY,
