@@ -57,7 +57,8 @@ Status Generation::Start(const JobSpec& job, const Options& options, const Proce
   HVDA_RETURN_IF_ERROR(g->ConnectStore());
   g->number_ = ++*process.inits;
   const int64_t round = job.elastic_round;
-  g->key_prefix_ = round > 0 ? "e" + std::to_string(round) + "/" : "g" + std::to_string(g->number_) + "/";
+  g->key_prefix_ =
+      round > 0 ? "e" + std::to_string(round) + "/" : "g" + std::to_string(g->number_) + "/";
   HVDA_RETURN_IF_ERROR(g->Rendezvous());
   g->accel_->Load(options.plugin_paths);
   for (const auto& d : process.registry->devices())
@@ -119,7 +120,8 @@ Status Generation::Rendezvous() {
   HVDA_RETURN_IF_ERROR(store_->Set(g + "host/" + std::to_string(topo_.rank), ThisHost()));
   hosts_.resize(topo_.size);
   for (int r = 0; r < topo_.size; ++r) {
-    Status st = store_->Get(g + "host/" + std::to_string(r), &hosts_[r], StartTimeout(job_.settings));
+    Status st =
+        store_->Get(g + "host/" + std::to_string(r), &hosts_[r], StartTimeout(job_.settings));
     if (st.ok()) continue;
     return Status::Aborted("rank " + std::to_string(r) + " did not join the job within " +
                            std::to_string(static_cast<int>(job_.settings.start_timeout)) + " s (" +

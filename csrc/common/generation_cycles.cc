@@ -75,7 +75,8 @@ bool Generation::RunCycle(bool* waiting, bool* progressed, bool* all_idle) {
   }
   // NOTE [Deadlock detection] (coordinator.h): this rank's stuck bit goes
   // into the global set's cycle; the ANDed verdict into every other set's.
-  bool stuck = job_.settings.deadlock_seconds > 0 && activity_->Stuck(job_.settings.deadlock_seconds);
+  const double deadlock_seconds = job_.settings.deadlock_seconds;
+  bool stuck = deadlock_seconds > 0 && activity_->Stuck(deadlock_seconds);
   for (size_t i = 0; stuck && i < sets.size(); ++i)
     stuck = sets[i]->removed || !sets[i]->controller->has_unsent();
   bool stop = false;

@@ -30,7 +30,9 @@ py::list SettingsTableRows() {
   for (const auto& s : SettingsTable()) {
     py::dict row;
     row["name"] = s.env;
-    row["scope"] = s.scope == SettingScope::kJob ? "job" : "core";
+    row["scope"] = s.scope == SettingScope::kJob    ? "job"
+                   : s.scope == SettingScope::kCore ? "core"
+                                                    : "python";
     row["type"] = KindName(s.kind);
     row["default"] = s.default_value;
     row["range"] = s.RangeText();
@@ -53,7 +55,8 @@ py::object ParseSettingValue(const std::string& name, const std::string& text) {
     case SettingKind::kInt: return py::int_(v.i);
     case SettingKind::kFloat: return py::float_(v.f);
     case SettingKind::kBool: return py::bool_(v.b);
-    case SettingKind::kAutoBool: return v.tri ? py::object(py::bool_(*v.tri)) : py::object(py::none());
+    case SettingKind::kAutoBool:
+      return v.tri ? py::object(py::bool_(*v.tri)) : py::object(py::none());
     case SettingKind::kString: break;
   }
   return py::str(v.s);
@@ -64,7 +67,8 @@ py::object ParseSettingValue(const std::string& name, const std::string& text) {
 void BindSettings(py::module_& m) {
   m.def("settings_table", &SettingsTableRows,
         "Every setting of the one table: dicts of name, scope (job: set by the launcher and "
-        "passed in a JobSpec; core: read by init()), type, default, range, upstream, doc.");
+        "passed in a JobSpec; core: read by init(); python: read by the Python package), type, "
+        "default, range, upstream, doc.");
   m.def("parse_setting", &ParseSettingValue, py::arg("name"), py::arg("text"),
         "The typed value of `text` for setting `name` ('' gives the default); ValueError "
         "naming the variable when it does not parse or is out of range.");

@@ -10,6 +10,7 @@ State.commit(); its store connection is its own.
 import os
 
 from horovod_accel.common import elastic_protocol as proto
+from horovod_accel.common import settings
 from horovod_accel.rendezvous.client import StoreClient, StoreError, StoreTimeoutError
 
 
@@ -20,7 +21,7 @@ class WorkerRemoved(Exception):
 
 def in_elastic_job(env=None):
     env = os.environ if env is None else env
-    return env.get("HOROVOD_ELASTIC") == "1" and bool(env.get(proto.WORKER_ID_ENV))
+    return settings.read("HOROVOD_ELASTIC", env) and bool(env.get(proto.WORKER_ID_ENV))
 
 
 class ElasticWorker:
@@ -65,7 +66,7 @@ class ElasticWorker:
         self.round = target
         if parsed is None:
             raise WorkerRemoved(f"this worker ({self.worker_id}, host "
-                                f"{os.environ.get('HOROVOD_HOSTNAME', '?')}) was removed from the "
+                                f"{settings.read('HOROVOD_HOSTNAME')}) was removed from the "
                                 f"elastic job in round {target}; exiting")
         topology, self.hosts_seq = parsed
         env = {f"HOROVOD_{k.upper()}": str(v) for k, v in topology.items()}

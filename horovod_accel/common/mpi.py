@@ -18,6 +18,7 @@ import secrets
 import socket
 import sys
 
+from horovod_accel.common import settings
 from horovod_accel.rendezvous import network
 from horovod_accel.rendezvous.client import StoreClient
 from horovod_accel.rendezvous.server import RendezvousStoreServer
@@ -42,7 +43,7 @@ def launcher():
     or None. HOROVOD_MPI_FLAVOUR (openmpi|mpich) overrides
     the family (e.g. Intel MPI or MVAPICH, which use MPICH's ABI)."""
     env = os.environ
-    forced = env.get("HOROVOD_MPI_FLAVOUR", "").strip().lower() or None
+    forced = settings.read("HOROVOD_MPI_FLAVOUR", env).strip().lower() or None
     if forced is not None and forced not in _LIBRARIES:
         raise MpiError(f"HOROVOD_MPI_FLAVOUR={forced!r} is not known; use openmpi or mpich.")
     if "OMPI_COMM_WORLD_SIZE" in env:  # Open MPI's mpirun (4.x ORTE and 5.x PRRTE)
@@ -86,7 +87,7 @@ class Mpi:
                 f"this horovod_accel installation has no {name} support ({shim} is missing): it "
                 f"is built when {name}'s headers are present. Install them (e.g. apt-get "
                 f"install {_DEV_PACKAGES[flavour]}) and reinstall horovod_accel.")
-        wanted = os.environ.get("HOROVOD_MPI_LIB")
+        wanted = settings.read("HOROVOD_MPI_LIB") or None
         candidates = (wanted,) if wanted else _LIBRARIES[flavour]
         errors = []
         self._lib = None

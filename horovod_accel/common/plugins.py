@@ -17,6 +17,7 @@ prints that.
 import importlib.metadata
 import os
 
+from horovod_accel.common import settings
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 
 ENTRY_POINT_GROUP = "horovod_accel.plugins"
@@ -44,8 +45,7 @@ def plugin_paths():
     declared through entry points, in that order, without duplicates; plus
     the errors of entry points that did not load."""
     core = DEFAULT_RUNTIME.core()
-    paths = list(core.resolve_plugin_specs(os.environ.get("HOROVOD_ACCEL_PLUGINS", ""),
-                                           [PLUGINS_DIR]))
+    paths = list(core.resolve_plugin_specs(settings.read("HOROVOD_ACCEL_PLUGINS"), [PLUGINS_DIR]))
     errors = []
     for _, path, error in _entry_point_paths():
         if error:

@@ -19,7 +19,8 @@ from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 @functools.lru_cache(maxsize=1)
 def table():
     """Every setting: a tuple of dicts with name, scope ('job': set by a
-    launcher and passed to the core in a JobSpec; 'core': read by init()),
+    launcher and passed to the core in a JobSpec; 'core': read by init();
+    'python': read by the Python package only),
     type, default, range, upstream (upstream Horovod's name; '' for
     horovod_accel's own) and doc, in the table's order."""
     return tuple(DEFAULT_RUNTIME.core().settings_table())
@@ -44,8 +45,8 @@ def default(name):
 
 
 def markdown(scope):
-    """The rows of docs/settings.md for the settings of `scope` ('job' or
-    'core'), header included: `python -m horovod_accel.common.settings`
+    """The rows of docs/settings.md for the settings of `scope` ('job',
+    'core' or 'python'), header included: `python -m horovod_accel.common.settings`
     prints both tables, which is how the page is regenerated."""
     lines = ["| variable | type | default | range | upstream | meaning |",
              "|---|---|---|---|---|---|"]
@@ -59,6 +60,6 @@ def markdown(scope):
 
 
 if __name__ == "__main__":
-    for _scope in ("job", "core"):
+    for _scope in ("job", "core", "python"):
         print(markdown(_scope))
         print()

@@ -53,9 +53,10 @@ class StoreClient:
         if not host or not port:
             raise StoreError("HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT are not set; was this process "
                              "started by horovodrun?")
+        from horovod_accel.common import settings  # noqa: PLC0415 (loads the core)
         if timeout is None:
-            timeout = float(os.environ.get("HOROVOD_START_TIMEOUT", "30"))
-        return cls(host, port, os.environ.get("_HOROVOD_SECRET_KEY", ""), timeout)
+            timeout = settings.read("HOROVOD_START_TIMEOUT")
+        return cls(host, port, settings.read("_HOROVOD_SECRET_KEY"), timeout)
 
     @staticmethod
     def first_reachable(hosts, port, timeout=2.0):

@@ -11,13 +11,13 @@ variables are the wrapped optimizer's. With backward_passes_per_step > 1
 every that many steps (optimizer_aggregation.py); `global_step` still
 advances every step.
 """
-import os
 import warnings
 
 import tensorflow as tf
 
 from horovod_accel.common import buckets as _buckets
 from horovod_accel.common import optimizer_args as _args
+from horovod_accel.common import settings
 from horovod_accel.tensorflow.compression import Compression
 from horovod_accel.tensorflow.mpi_ops import Adasum, Average, global_process_set
 from horovod_accel.tensorflow.optimizer_aggregation import LocalAggregator
@@ -154,7 +154,7 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense='
     reducer = GradientReducer(name, device_dense, device_sparse, compression, sparse_as_dense,
                               op, gradient_predivide_factor, groups, process_set,
                               scale_local_gradients)
-    if os.environ.get("HOROVOD_ELASTIC", "0") not in ("", "0"):
+    if settings.read("HOROVOD_ELASTIC"):
         warnings.warn("HOROVOD_ELASTIC is set but horovod_accel has no elastic TensorFlow "
                       "support; the optimizer reduces over the job's fixed size.")
     return _DistributedOptimizer(optimizer, name, use_locking, reducer,

@@ -29,7 +29,6 @@ accepted; wrapping keeps the optimizer's `defaults` and state.
 Threading: hooks run on the thread running backward; nothing here blocks
 except `synchronize()` (and `step()`, which calls it).
 """
-import os
 import warnings
 from contextlib import contextmanager
 
@@ -37,6 +36,7 @@ import torch
 
 from horovod_accel.common import buckets as _buckets
 from horovod_accel.common import optimizer_args as _args
+from horovod_accel.common import settings
 from horovod_accel.torch.compression import Compression
 from horovod_accel.torch.mpi_ops import (Adasum, Average, Sum, allreduce_async_,
                                          global_process_set, grouped_allreduce_async_, size,
@@ -88,7 +88,7 @@ class _DistributedOptimizer(WrappedOptimizer):
         self._should_synchronize = True
         # Like upstream: no hooks outside the set, nor at size 1 unless elastic
         # (an elastic job may grow, and its hooks must already be in place).
-        elastic = os.environ.get("HOROVOD_ELASTIC", "0").strip() not in ("", "0")
+        elastic = settings.read("HOROVOD_ELASTIC")
         self._hvd_hooked = bool(process_set.included()) and (process_set.size() > 1 or elastic)
         self.set_backward_passes_per_step(backward_passes_per_step)
         if self._hvd_hooked:

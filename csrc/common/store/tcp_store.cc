@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/store/wire_protocol.h"
+#include "common/util/settings.h"
 
 namespace hvda {
 namespace {
@@ -278,7 +279,8 @@ Status ConnectTcpStore(const std::string& host, int port, const std::string& sec
                        std::chrono::milliseconds timeout, std::unique_ptr<Store>* out) {
   if (host.empty() || port <= 0 || port > 65535)
     return Status::InvalidArgument("invalid rendezvous store address '" + host + ":" +
-                                   std::to_string(port) + "' (HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT)");
+                                   std::to_string(port) + "' (" + setting_env::store_addr + ", " +
+                                   setting_env::store_port + ")");
   auto store = std::make_unique<TcpStore>(host, port, secret, timeout);
   int fd = -1;
   HVDA_RETURN_IF_ERROR(store->Dial(DeadlineAfter(timeout), &fd));

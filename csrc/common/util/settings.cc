@@ -40,10 +40,14 @@ const std::vector<SettingInfo>& SettingsTable() {
   {env, SettingScope::kJob, HVDA_SETTING_KIND_##kind, def, lo, hi, up, doc},
 #define HVDA_SETTING_ROW_CORE(field, kind, env, def, lo, hi, up, doc) \
   {env, SettingScope::kCore, HVDA_SETTING_KIND_##kind, def, lo, hi, up, doc},
-  static const std::vector<SettingInfo> kTable = {HVDA_JOB_SETTINGS(HVDA_SETTING_ROW_JOB)
-                                                      HVDA_CORE_SETTINGS(HVDA_SETTING_ROW_CORE)};
+#define HVDA_SETTING_ROW_PYTHON(field, kind, env, def, lo, hi, up, doc) \
+  {env, SettingScope::kPython, HVDA_SETTING_KIND_##kind, def, lo, hi, up, doc},
+  static const std::vector<SettingInfo> kTable = {
+      HVDA_JOB_SETTINGS(HVDA_SETTING_ROW_JOB) HVDA_CORE_SETTINGS(HVDA_SETTING_ROW_CORE)
+          HVDA_PYTHON_SETTINGS(HVDA_SETTING_ROW_PYTHON)};
 #undef HVDA_SETTING_ROW_JOB
 #undef HVDA_SETTING_ROW_CORE
+#undef HVDA_SETTING_ROW_PYTHON
   return kTable;
 }
 

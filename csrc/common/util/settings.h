@@ -20,7 +20,7 @@
 namespace hvda {
 
 enum class SettingKind { kInt, kFloat, kBool, kAutoBool, kString };
-enum class SettingScope { kJob, kCore };  // HVDA_JOB_SETTINGS / HVDA_CORE_SETTINGS
+enum class SettingScope { kJob, kCore, kPython };  // HVDA_{JOB,CORE,PYTHON}_SETTINGS
 
 // One row of the table.
 struct SettingInfo {
@@ -35,7 +35,7 @@ struct SettingInfo {
   std::string RangeText() const;
 };
 
-// Every setting, job ones first, in the table's order.
+// Every setting: job, core, then Python ones, each in the table's order.
 const std::vector<SettingInfo>& SettingsTable();
 // The row of `env`; nullptr when it is not a setting.
 const SettingInfo* FindSetting(const std::string& env);
@@ -62,6 +62,7 @@ namespace setting_env {
   inline constexpr const char* field = env;
 HVDA_JOB_SETTINGS(HVDA_SETTING_NAME)
 HVDA_CORE_SETTINGS(HVDA_SETTING_NAME)
+HVDA_PYTHON_SETTINGS(HVDA_SETTING_NAME)
 #undef HVDA_SETTING_NAME
 }  // namespace setting_env
 

@@ -12,6 +12,8 @@
 //    (job_spec.h). The core never reads them from the environment.
 //  - HVDA_CORE_SETTINGS: the core's behaviour, read once per init() into a
 //    Settings (Settings::FromEnvironment, called at the binding's edge).
+//  - HVDA_PYTHON_SETTINGS: read by the Python package only (through its view
+//    of this table, horovod_accel/common/settings.py); no Settings field.
 //
 // X(field, kind, env, default, min, max, upstream, doc)
 //   kind:     INT (int64_t), FLOAT (double), BOOL, AUTO_BOOL (unset: the
@@ -137,3 +139,15 @@
   X(autotune_noise, FLOAT, "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0.8", 0, 1,                \
     "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",                                                    \
     "autotune: observation noise of the Gaussian process, relative to the scores' spread")
+
+#define HVDA_PYTHON_SETTINGS(X)                                                                   \
+  X(elastic, BOOL, "HOROVOD_ELASTIC", "0", 0, 0, "HOROVOD_ELASTIC",                               \
+    "this rank is a worker of an elastic job (set by horovodrun's elastic driver)")              \
+  X(threads_per_rank, STRING, "HOROVOD_THREADS_PER_RANK", "auto", 0, 0, "",                       \
+    "compute threads of each rank's frameworks: auto (its share of the host's CPUs), a count, "  \
+    "or off (docs/design/compute_threads.md)")                                                    \
+  X(mpi_flavour, STRING, "HOROVOD_MPI_FLAVOUR", "", 0, 0, "",                                     \
+    "MPI ABI family (openmpi or mpich) of a job started by mpirun, when its launcher's "         \
+    "variables do not tell")                                                                      \
+  X(mpi_lib, STRING, "HOROVOD_MPI_LIB", "", 0, 0, "",                                             \
+    "path of the libmpi to load for a job started by mpirun (default: the family's soname)")
