@@ -16,6 +16,7 @@
 #include <map>
 #include <numeric>
 
+#include "common/plugin/plugin_backend.h"
 #include "common/plugin/plugin_device.h"
 #include "common/util/config.h"
 #include "multi_rank_harness.h"
