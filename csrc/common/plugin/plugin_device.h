@@ -63,9 +63,9 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   // kTimeout: the stream's work is stuck (a lost peer in a library without
   // a true abort), and the Executor then leaks the stream and what it uses
   // instead of waiting or freeing memory in use. Set by PluginBackend::Create
-  // (plugin_backend.h) to HOROVOD_ACCEL_TIMEOUT_SECONDS + kTeardownGraceSeconds; 0 (the
-  // default, and with no timeout) waits in stream_synchronize as long as it
-  // takes. Thread-safe.
+  // (plugin_backend.h) to HOROVOD_ACCEL_TIMEOUT_SECONDS +
+  // kTeardownGraceSeconds; 0 (the default, and with no timeout) waits in
+  // stream_synchronize as long as it takes. Thread-safe.
   void SetDrainLimit(double seconds) { drain_limit_seconds_.store(seconds); }
   double drain_limit() const { return drain_limit_seconds_.load(); }
   // Whether the core runs scale / reduce_into with its host kernels: the
