@@ -16,6 +16,7 @@
 #include <map>
 #include <numeric>
 
+#include "common/plugin/plugin_backend.h"
 #include "common/plugin/plugin_device.h"
 #include "common/job_spec.h"
 #include "multi_rank_harness.h"
@@ -255,6 +256,28 @@ TEST(PluginActivityCounts, EachCollectiveOnceUnderItsKind) {
                                                 {"broadcast", 2},     {"alltoall", 2},
                                                 {"reducescatter", 2}, {"barrier", 0}};
   EXPECT_EQ(got, want);
+}
+
+// Each build is normalised once, at load, into the core's one table
+// (PluginOps; the adapters' rules on their own: plugin_abi_adapter_test.cc).
+TEST(PluginAbi, EachBuildIsNormalisedAtLoad) {
+  auto abi10 = Open("loopback_abi10");
+  ASSERT_TRUE(abi10);
+  const PluginOps& old_ops = abi10->ops();
+  EXPECT_FALSE(old_ops.device.memory_host_accessible);
+  EXPECT_NE(old_ops.device.scale, nullptr);
+  EXPECT_STREQ(old_ops.collectives.comm_init_name, "comm_init_rank");
+  EXPECT_EQ(old_ops.collectives.allgatherv, nullptr);
+  EXPECT_TRUE(old_ops.collectives.release_unique_id);  // the no-op fallback
+
+  auto lean = Open("loopback_lean");
+  ASSERT_TRUE(lean);
+  const PluginOps& lean_ops = lean->ops();
+  EXPECT_TRUE(lean_ops.device.memory_host_accessible);
+  EXPECT_EQ(lean_ops.device.scale, nullptr);
+  EXPECT_EQ(lean_ops.device.reduce_into, nullptr);
+  EXPECT_STREQ(lean_ops.collectives.comm_init_name, "comm_init_rank_config");
+  EXPECT_EQ(lean_ops.collectives.alltoallv, nullptr);
 }
 
 // A plugin built against the 1.0 header: loads, its tables are 1.0-sized

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/executor.h"
+#include "common/plugin/plugin_backend.h"
 #include "common/plugin/plugin_device.h"
 #include "executor_test_util.h"
 

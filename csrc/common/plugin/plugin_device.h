@@ -1,16 +1,17 @@
-// The C++ HAL over a loaded device plugin (plugin.h): PluginDevice maps
-// hvda_device_ops_v1 onto Device (memory + execution), PluginBackend maps
-// hvda_ccl_ops_v1 onto CollectiveBackend and composes what the library does
-// not offer (uneven allgather / reduce-scatter, alltoallv, barrier).
+// PluginDevice: the core's Device (memory + execution, csrc/common/hal/
+// device.h) over a loaded device plugin, through the device part of the
+// plugin's PluginOps (plugin_ops.h). Its collectives are PluginBackend's
+// (plugin_backend.h).
 //
-// Lifetime: both share ownership of the PluginLibrary, so the library stays
-// loaded while any object made from it lives. Streams and events they create
-// belong to the plugin and are destroyed through it.
-// Threading: as the HAL (the runtime's background thread).
+// Lifetime: shares ownership of the PluginLibrary, so the library stays
+// loaded while the device (or a backend made with it) lives. Streams and
+// events it creates belong to the plugin and are destroyed through it.
+// Threading: as the HAL (the runtime's background thread), except where a
+// method says otherwise.
 //
-// ABI 1.1 additions are used only when the plugin's abi_minor is >= 1 and
-// its table covers them (PluginAbiAtLeast + HVDA_HAS_FIELD): a 1.0 plugin's
-// tables are never read past their struct_size.
+// Versions: none here. What a plugin's ABI version lacks is a fallback or a
+// "not offered" entry of PluginOps, filled at load (NOTE [One table per
+// plugin]); this file only asks whether an entry is there.
 #pragma once
 
 #include <atomic>
@@ -19,15 +20,12 @@
 #include <string>
 #include <vector>
 
-#include "common/hal/collective_backend.h"
 #include "common/hal/device.h"
 #include "common/hal/registry.h"
 #include "common/plugin/plugin_library.h"
+#include "common/plugin/plugin_ops.h"
 
 namespace hvda {
-
-// Whether the plugin was built against ABI 1.minor or later.
-bool PluginAbiAtLeast(const PluginLibrary& lib, uint32_t minor);
 
 // How long past HOROVOD_ACCEL_TIMEOUT_SECONDS the core waits for a stuck
 // communication stream at teardown before leaking it (plugin.h, "timeouts").
@@ -65,13 +63,14 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   // kTimeout: the stream's work is stuck (a lost peer in a library without
   // a true abort), and the Executor then leaks the stream and what it uses
   // instead of waiting or freeing memory in use. Set by PluginBackend::Create
-  // to HOROVOD_ACCEL_TIMEOUT_SECONDS + kTeardownGraceSeconds; 0 (the
-  // default, and with no timeout) waits in stream_synchronize as long as it
-  // takes. Thread-safe.
+  // (plugin_backend.h) to HOROVOD_ACCEL_TIMEOUT_SECONDS +
+  // kTeardownGraceSeconds; 0 (the default, and with no timeout) waits in
+  // stream_synchronize as long as it takes. Thread-safe.
   void SetDrainLimit(double seconds) { drain_limit_seconds_.store(seconds); }
   double drain_limit() const { return drain_limit_seconds_.load(); }
-  // Whether the core runs scale / reduce_into with its host kernels (ABI
-  // 1.1: memory_host_accessible set and the plugin's own left NULL).
+  // Whether the core runs scale / reduce_into with its host kernels: the
+  // plugin does not offer them (PluginDeviceOps; the loader allows that only
+  // with memory_host_accessible).
   bool HostScale() const { return host_scale_; }
   bool HostReduce() const { return host_reduce_; }
 
@@ -108,7 +107,7 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   Status LaunchHostFunc(Stream* stream, void (*fn)(void*), void* arg) override;
 
   std::shared_ptr<PluginLibrary> lib_;
-  const hvda_device_ops_v1* ops_;
+  const PluginDeviceOps* ops_;  // lib_'s table
   int index_;
   bool host_scale_ = false, host_reduce_ = false;
   std::atomic<double> drain_limit_seconds_{0.0};
@@ -117,62 +116,12 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   std::vector<std::unique_ptr<Event>> spare_events_;  // at most kMaxSpareEvents
 };
 
-class PluginBackend : public CollectiveBackend {
- public:
-  // Collective over spec's ranks: set rank 0 makes the unique id and
-  // publishes it in spec.store under spec.prefix; every rank then joins the
-  // communicator (blocks up to spec.timeout_seconds), with
-  // comm_init_rank_config where the plugin has it (ABI 1.1: the operation
-  // timeout, HOROVOD_ACCEL_TIMEOUT_SECONDS from spec.config; 0 without a
-  // config), and rank 0 then releases the id (unique_id_release, ABI 1.1)
-  // whatever the outcome. device: borrowed, outlives the backend (scratch
-  // memory for composed collectives); its drain limit is set (NOTE [Bounded
-  // teardown]).
-  static Status Create(std::shared_ptr<PluginLibrary> lib, PluginDevice* device,
-                       const CommunicatorSpec& spec, std::unique_ptr<CollectiveBackend>* out);
-  ~PluginBackend() override;
-
-  const char* name() const override { return name_.c_str(); }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  bool Supports(CollectiveKind kind, DataType dtype, ReduceOp op) const override;
-
-  Status Allreduce(void* buffer, int64_t count, DataType dtype, ReduceOp op,
-                   Stream* stream) override;
-  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank,
-                    Stream* stream) override;
-  Status Broadcast(void* buffer, int64_t bytes, int root, Stream* stream) override;
-  Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
-                   const std::vector<int64_t>& recv_bytes, Stream* stream) override;
-  Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts_per_rank,
-                       DataType dtype, ReduceOp op, Stream* stream) override;
-  Status Barrier(Stream* stream) override;
-
-  Status AsyncError() const override;
-  void Abort() override;
-
- private:
-  PluginBackend(std::shared_ptr<PluginLibrary> lib, PluginDevice* device, hvda_comm_t comm,
-                int rank, int size);
-  Status Check(hvda_status s, const char* what) const;
-  // A device buffer of >= bytes, reused in the order of stream s.
-  Status Scratch(size_t bytes, Stream* s, void** ptr);
-
-  std::shared_ptr<PluginLibrary> lib_;
-  const hvda_ccl_ops_v1* ccl_;
-  PluginDevice* device_;
-  hvda_comm_t comm_;
-  int rank_, size_;
-  std::string name_;
-  void* scratch_ = nullptr;  // device memory for composed collectives
-  size_t scratch_bytes_ = 0;
-};
-
 // Registers the accelerator kind (DeviceKind::kPlugin): every device plugin,
 // whatever its vendor, is one device kind whose backend ("plugin") maps the
 // plugin's collective library (PluginBackend). Its `create` needs
 // spec.device to be a PluginDevice (the Accelerators' bound device). The
-// Runtime calls it itself: the plugin ABI is part of the core.
+// Runtime calls it itself: the plugin ABI is part of the core. Defined in
+// plugin_backend.cc, beside the backend it registers.
 void RegisterPluginDevice(Registry* registry);
 
 }  // namespace hvda

@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "common/plugin/plugin_abi.h"
 #include "common/plugin/plugin_library.h"
 
 namespace hvda {
@@ -96,7 +97,7 @@ PluginReport ProbePlugin(const std::string& path, const HostApi& host) {
   r.name = p.name;
   r.version = p.version ? p.version : "";
   r.device_type = lib->device_type();
-  r.abi = std::to_string(p.abi_major) + "." + std::to_string(p.abi_minor);
+  r.abi = PluginAbiVersion(p);
   st = lib->Probe(&host.api);
   r.available = st.ok();
   if (!st.ok()) r.why = st.reason();

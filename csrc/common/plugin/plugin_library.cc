@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <cstddef>
 #include <cstdlib>
 #include <string>
 #include <utility>
-#include <vector>
+
+#include "common/plugin/plugin_abi.h"
 
 namespace hvda {
 namespace {
@@ -118,6 +118,8 @@ bool IsHostDeviceType(const std::string& type) {
 std::string ServedDeviceType(const hvda_plugin_v1& p, std::string* problem) {
   const std::string own = p.device_type != nullptr ? p.device_type : "";
   const std::string var = DeviceTypeVariable(p.name);
+  // Not in the settings table: the variable is named after each plugin, and
+  // it is read wherever a plugin is opened, also outside init() (probes).
   const char* over = std::getenv(var.c_str());
   if (over != nullptr && *over != '\0') {
     if (IsHostDeviceType(over))
@@ -133,88 +135,6 @@ std::string ServedDeviceType(const hvda_plugin_v1& p, std::string* problem) {
                "itself (the plugin would never see a tensor). Rebuild it with its accelerator's "
                "device type, or set " + var + " to the framework's name for that device";
   return own;
-}
-
-// ----------------------------------------------------------- validation
-
-// The first field a reader needs from each table: the last required one of
-// ABI v1.0. A table with a smaller struct_size predates v1.0 (not a plugin).
-constexpr size_t kPluginMinSize = offsetof(hvda_plugin_v1, ccl) + sizeof(void*);
-constexpr size_t kDeviceMinSize =
-    offsetof(hvda_device_ops_v1, batched_copy) + sizeof(void*);
-constexpr size_t kCclMinSize = offsetof(hvda_ccl_ops_v1, group_end) + sizeof(void*);
-
-template <typename T>
-void Require(const char* name, T* fn, std::vector<std::string>* missing) {
-  if (fn == nullptr) missing->push_back(name);
-}
-
-std::vector<std::string> MissingFunctions(const hvda_plugin_v1& p) {
-  std::vector<std::string> m;
-  Require("probe", p.probe, &m);
-  Require("init", p.init, &m);
-  Require("finalize", p.finalize, &m);
-  Require("last_error", p.last_error, &m);
-  if (p.device == nullptr || p.device->struct_size < kDeviceMinSize) {
-    m.push_back("device (table missing or smaller than ABI 1.0's)");
-  } else {
-    const hvda_device_ops_v1& d = *p.device;
-    Require("device.device_count", d.device_count, &m);
-    Require("device.set_device", d.set_device, &m);
-    Require("device.mem_alloc", d.mem_alloc, &m);
-    Require("device.mem_free", d.mem_free, &m);
-    Require("device.host_alloc", d.host_alloc, &m);
-    Require("device.host_free", d.host_free, &m);
-    Require("device.memcpy_async", d.memcpy_async, &m);
-    Require("device.memset_async", d.memset_async, &m);
-    Require("device.stream_create", d.stream_create, &m);
-    Require("device.stream_wrap", d.stream_wrap, &m);
-    Require("device.stream_destroy", d.stream_destroy, &m);
-    Require("device.stream_synchronize", d.stream_synchronize, &m);
-    Require("device.stream_wait_event", d.stream_wait_event, &m);
-    Require("device.event_create", d.event_create, &m);
-    Require("device.event_destroy", d.event_destroy, &m);
-    Require("device.event_record", d.event_record, &m);
-    Require("device.event_query", d.event_query, &m);
-    Require("device.event_synchronize", d.event_synchronize, &m);
-    // ABI 1.1: host-accessible memory lets the core supply these two.
-    const bool host_kernels =
-        p.abi_minor >= 1 &&
-        HVDA_HAS_FIELD(p.device, hvda_device_ops_v1, memory_host_accessible) &&
-        d.memory_host_accessible != 0;
-    if (!host_kernels) {
-      Require("device.scale", d.scale, &m);
-      Require("device.reduce_into", d.reduce_into, &m);
-    }
-    Require("device.batched_copy", d.batched_copy, &m);
-  }
-  if (p.ccl == nullptr || p.ccl->struct_size < kCclMinSize) {
-    m.push_back("ccl (table missing or smaller than ABI 1.0's)");
-  } else {
-    const hvda_ccl_ops_v1& c = *p.ccl;
-    Require("ccl.unique_id_size", c.unique_id_size, &m);
-    Require("ccl.get_unique_id", c.get_unique_id, &m);
-    Require("ccl.comm_init_rank", c.comm_init_rank, &m);
-    Require("ccl.comm_destroy", c.comm_destroy, &m);
-    Require("ccl.comm_abort", c.comm_abort, &m);
-    Require("ccl.comm_get_async_error", c.comm_get_async_error, &m);
-    Require("ccl.supports", c.supports, &m);
-    Require("ccl.allreduce", c.allreduce, &m);
-    Require("ccl.broadcast", c.broadcast, &m);
-    Require("ccl.allgather", c.allgather, &m);
-    Require("ccl.reduce_scatter", c.reduce_scatter, &m);
-    Require("ccl.send", c.send, &m);
-    Require("ccl.recv", c.recv, &m);
-    Require("ccl.group_start", c.group_start, &m);
-    Require("ccl.group_end", c.group_end, &m);
-  }
-  return m;
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
 }
 
 }  // namespace
@@ -253,6 +173,9 @@ PluginIsolation DefaultPluginIsolation(std::string* why) {
   i = PluginIsolation::kNone;
   reason = "this C library has no RTLD_DEEPBIND";
 #else
+  // Not in the settings table: read wherever a plugin is opened, also
+  // outside init() (`horovodrun --check-build`'s probe), and it takes the
+  // loader's off-words (0, false, off, no) rather than a setting's boolean.
   const char* env = std::getenv("HOROVOD_ACCEL_PLUGIN_DEEPBIND");
   const char* sanitizer = SanitizerRuntime();
   if (env != nullptr && IsOffWord(env)) {
@@ -271,11 +194,12 @@ PluginIsolation DefaultPluginIsolation(std::string* why) {
 }
 
 PluginLibrary::PluginLibrary(void* handle, std::string path, PluginIsolation isolation,
-                             const hvda_plugin_v1* plugin, std::string device_type)
+                             const hvda_plugin_v1* plugin, PluginOps ops, std::string device_type)
     : handle_(handle),
       path_(std::move(path)),
       isolation_(isolation),
       plugin_(plugin),
+      ops_(std::move(ops)),
       device_type_(std::move(device_type)) {}
 
 PluginLibrary::~PluginLibrary() {
@@ -302,21 +226,12 @@ Status PluginLibrary::Open(const std::string& path, PluginIsolation isolation,
   }
   const hvda_plugin_v1* p = entry(HVDA_PLUGIN_ABI_MAJOR, HVDA_PLUGIN_ABI_MINOR);
   std::string problem;
+  PluginOps ops;
   if (p == nullptr) {
     problem = "its entry point declined this core's plugin ABI " +
               std::to_string(HVDA_PLUGIN_ABI_MAJOR) + "." + std::to_string(HVDA_PLUGIN_ABI_MINOR);
-  } else if (p->struct_size < kPluginMinSize) {
-    problem = "its plugin table is " + std::to_string(p->struct_size) +
-              " bytes, smaller than ABI 1.0's " + std::to_string(kPluginMinSize);
-  } else if (p->abi_major != HVDA_PLUGIN_ABI_MAJOR) {
-    problem = "it was built for plugin ABI " + std::to_string(p->abi_major) + "." +
-              std::to_string(p->abi_minor) + ", this core speaks " +
-              std::to_string(HVDA_PLUGIN_ABI_MAJOR) + "." + std::to_string(HVDA_PLUGIN_ABI_MINOR);
-  } else if (p->name == nullptr || p->name[0] == '\0') {
-    problem = "it has no name";
   } else {
-    std::vector<std::string> missing = MissingFunctions(*p);
-    if (!missing.empty()) problem = "required functions are missing: " + Join(missing);
+    problem = AdaptPlugin(*p, &ops);
   }
   if (!problem.empty()) {
     dlclose(handle);
@@ -328,18 +243,19 @@ Status PluginLibrary::Open(const std::string& path, PluginIsolation isolation,
     dlclose(handle);
     return Status::InvalidArgument("device plugin '" + path + "' is refused: " + problem + ".");
   }
-  out->reset(new PluginLibrary(handle, path, isolation, p, std::move(device_type)));
+  out->reset(
+      new PluginLibrary(handle, path, isolation, p, std::move(ops), std::move(device_type)));
   return Status::OK();
 }
 
 Status PluginLibrary::Probe(const hvda_host_api_v1* host) const {
-  hvda_status s = plugin_->probe(host);
+  hvda_status s = ops_.probe(host);
   if (s == HVDA_OK) return Status::OK();
   return Error(s, std::string("device plugin '") + plugin_->name + "' is not usable here");
 }
 
 Status PluginLibrary::Error(hvda_status code, const std::string& what) const {
-  const char* msg = plugin_->last_error();
+  const char* msg = ops_.last_error();
   std::string reason = what + " (" + PluginStatusName(code) + ")";
   if (msg != nullptr && msg[0] != '\0') reason += ": " + std::string(msg);
   switch (code) {

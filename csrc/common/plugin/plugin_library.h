@@ -1,12 +1,14 @@
 // PluginLibrary: one device plugin shared library (csrc/include/horovod_accel/
-// plugin.h), opened with dlopen and validated: entry symbol, ABI major
-// version, struct sizes, every required function and the device type it
-// serves. Loading a plugin never loads a vendor library; the plugin does that
-// in init(). How a plugin is opened (symbol isolation) and what a vendor's
-// link line must do: docs/design/plugin_loading.md.
+// plugin.h), opened with dlopen and validated: entry symbol, then its ABI
+// version's adapter (plugin_abi.h: ABI major, struct sizes, every required
+// function) and the device type it serves. Loading a plugin never loads a
+// vendor library; the plugin does that in init(). How a plugin is opened
+// (symbol isolation) and what a vendor's link line must do:
+// docs/design/plugin_loading.md.
 //
 // Lifetime: the library stays mapped while the PluginLibrary lives; the
-// plugin's tables (plugin(), device(), ccl()) are valid until then.
+// plugin's tables (plugin(), device(), ccl()) and the core's table over
+// them (ops()) are valid until then.
 // Thread-safety: the accessors are const and thread-safe; Probe/Init follow
 // the plugin's own rules (plugin.h). Open only reads the environment.
 #pragma once
@@ -16,6 +18,7 @@
 #include <string>
 
 #include "common/plugin/plugin_activity.h"
+#include "common/plugin/plugin_ops.h"
 #include "common/util/status.h"
 #include "horovod_accel/plugin.h"
 
@@ -61,8 +64,9 @@ class PluginLibrary {
   //    dlopen failed - a library it needs is missing or broken; the message
   //    quotes dlerror, which names that library;
   //  - Unavailable: no entry symbol (not a plugin);
-  //  - InvalidArgument: not a compatible plugin (wrong ABI major, struct too
-  //    small, a required function missing), or its device type - its own or
+  //  - InvalidArgument: not a compatible plugin (its entry declined this
+  //    core, or AdaptPlugin refused it: wrong ABI major, struct too small, a
+  //    required function missing), or its device type - its own or
   //    HOROVOD_<NAME>_DEVICE_TYPE's - is `cpu`, the host device that the core
   //    serves itself.
   static Status Open(const std::string& path, std::unique_ptr<PluginLibrary>* out);
@@ -72,6 +76,14 @@ class PluginLibrary {
 
   const std::string& path() const { return path_; }
   PluginIsolation isolation() const { return isolation_; }
+  // The core's table of the plugin's calls, normalised from whatever 1.x
+  // version it was built against (NOTE [One table per plugin] in
+  // plugin_ops.h): what the core calls.
+  const PluginOps& ops() const { return ops_; }
+  // The plugin's own tables, as it exported them: for its header fields
+  // (name, version, device_type) and for tests that inspect the raw ABI.
+  // Fields added after 1.0 may lie past a table's struct_size: read the
+  // plugin's calls through ops().
   const hvda_plugin_v1& plugin() const { return *plugin_; }
   const hvda_device_ops_v1& device() const { return *plugin_->device; }
   const hvda_ccl_ops_v1& ccl() const { return *plugin_->ccl; }
@@ -103,12 +115,13 @@ class PluginLibrary {
 
  private:
   PluginLibrary(void* handle, std::string path, PluginIsolation isolation,
-                const hvda_plugin_v1* plugin, std::string device_type);
+                const hvda_plugin_v1* plugin, PluginOps ops, std::string device_type);
 
   void* handle_;  // from dlopen; closed by the destructor
   std::string path_;
   PluginIsolation isolation_;
   const hvda_plugin_v1* plugin_;  // owned by the library
+  PluginOps ops_;                 // points into the library
   std::string device_type_;
   mutable PluginActivity activity_;  // counters only; see activity()
   mutable std::atomic<bool> keep_loaded_{false};

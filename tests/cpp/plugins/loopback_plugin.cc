@@ -2,9 +2,9 @@
 // C++ multi-rank harness): host memory, streams as worker threads that run
 // their queue in order, events as stream positions, and collectives that
 // meet in a process-local rendezvous keyed by the unique id. It exercises the
-// plugin adapter (csrc/common/plugin/plugin_device.*) and the executor over
-// the real ABI; the emulated vendor stack (later) does the same across
-// processes with vendor names. Kernels and reductions cover uint8, int32,
+// HAL over a plugin (csrc/common/plugin/plugin_device.*, plugin_backend.*)
+// and the executor over the real ABI; the emulated vendor stack (later)
+// does the same across processes with vendor names. Kernels and reductions cover uint8, int32,
 // int64, float32 and float64; other dtypes answer HVDA_UNSUPPORTED.
 //
 // Built three ways (root CMakeLists.txt, tests/cpp/plugin_abi_test.cc):
