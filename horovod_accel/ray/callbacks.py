@@ -9,8 +9,9 @@ to __exit__, and one daemon thread that calls the callbacks; __exit__ hands
 the callbacks whatever is still queued, unsets the queue on the workers (so
 a later call without callbacks never logs into a dead queue), then stops the
 thread and the queue. Without callbacks it does nothing at all.
-A callback that raises is reported once on stderr and not called again;
-it never fails the job.
+A callback that raises is reported once (a WARNING of the
+"horovod.ray.callbacks" logger: stderr by default, common/log.py) and not
+called again; it never fails the job.
 """
 import threading
 
