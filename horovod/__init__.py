@@ -7,6 +7,11 @@ This covers every submodule (horovod.torch, horovod.torch.mpi_ops,
 horovod.common.exceptions, horovod.runner, ...) without a file per module;
 `python -m horovod.runner.launch` works too. `horovod.run` is upstream's
 programmatic launcher (horovod_accel/runner/run_api.py), imported on first use.
+
+A few upstream modules have a different name here, one that says what the
+module holds (RENAMED_MODULES); their upstream names import the same module
+object, and `import horovod.ray` also makes `horovod.ray.runner` an
+attribute, as upstream's package does.
 """
 import importlib
 import importlib.abc
@@ -22,11 +27,18 @@ horovod_accel_version = _accel.__version__
 _ALIAS = __name__            # "horovod"
 _TARGET = "horovod_accel"
 
+# Upstream module name -> the module that holds it here.
+RENAMED_MODULES = {
+    "horovod.spark.runner": "horovod_accel.spark.run_api",   # horovod.spark.run, run_elastic
+    "horovod.ray.runner": "horovod_accel.ray.executor",      # RayExecutor, Coordinator, ...
+}
+
 
 class _AliasLoader(importlib.abc.Loader):
-    """Loads `horovod.<rest>` by importing `horovod_accel.<rest>`."""
+    """Loads the alias module `alias` by importing its real module `target`."""
 
-    def __init__(self, target):
+    def __init__(self, alias, target):
+        self.alias = alias
         self.target = target
         self._real_spec = None
 
@@ -40,6 +52,7 @@ class _AliasLoader(importlib.abc.Loader):
         # restore the real one so reload() and pickling see horovod_accel's names.
         if self._real_spec is not None:
             module.__spec__ = self._real_spec
+        _register_renamed_children(self.alias, module)
 
     # runpy (`python -m horovod.runner.launch`) asks the loader for the code.
     def _target_loader(self):
@@ -58,18 +71,30 @@ class _AliasLoader(importlib.abc.Loader):
         return self._target_loader().get_source(self.target)
 
 
+def _register_renamed_children(alias, package):
+    """Makes each renamed child of the alias package `alias` whose module is
+    already imported (horovod_accel.ray imports its executor) an attribute of
+    the package and a sys.modules entry, as a child import would. Children
+    imported lazily (horovod.spark's run_api) appear when imported."""
+    for child, target in RENAMED_MODULES.items():
+        parent, _, leaf = child.rpartition(".")
+        if parent == alias and target in sys.modules:
+            sys.modules.setdefault(child, sys.modules[target])
+            setattr(package, leaf, sys.modules[target])
+
+
 class _AliasFinder(importlib.abc.MetaPathFinder):
     """Maps every `horovod.<rest>` import to `horovod_accel.<rest>`."""
 
     def find_spec(self, fullname, path=None, target=None):
         if not fullname.startswith(_ALIAS + "."):
             return None
-        real = _TARGET + fullname[len(_ALIAS):]
+        real = RENAMED_MODULES.get(fullname, _TARGET + fullname[len(_ALIAS):])
         real_spec = importlib.util.find_spec(real)
         if real_spec is None:
             return None
         return importlib.util.spec_from_loader(
-            fullname, _AliasLoader(real),
+            fullname, _AliasLoader(fullname, real),
             is_package=real_spec.submodule_search_locations is not None)
 
 

@@ -32,9 +32,10 @@ is touched; HOROVOD_THREADS_PER_RANK (horovodrun --threads-per-rank) is
 `auto` (default), a count, or `off` (the frameworks' own defaults).
 """
 import dataclasses
+import logging
 import os
-import sys
-import time
+
+from horovod_accel.common import log
 
 # Variables that size the compute pools, in the order they are documented
 # (docs/settings.md): OpenMP (torch's intra-op pool, MXNet's operators), MKL,
@@ -239,16 +240,9 @@ def launcher_env(environ, local_size):
 
 
 def _log(level, rank, message):
-    """One line on stderr in the core logger's format, when HOROVOD_LOG_LEVEL
-    lets `level` through (INFO or WARNING)."""
-    order = ["TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL"]
-    wanted = os.environ.get("HOROVOD_LOG_LEVEL", "WARNING").upper()
-    if order.index(level) < order.index(wanted if wanted in order else "WARNING"):
-        return
-    stamp = ""
-    if os.environ.get("HOROVOD_LOG_HIDE_TIME", "0").lower() not in ("1", "true", "yes", "on"):
-        stamp = time.strftime("[%Y-%m-%d %H:%M:%S] ")
-    print(f"{stamp}[horovod_accel {level} rank {rank}] {message}", file=sys.stderr, flush=True)
+    """Logs message as rank `rank` (the core's line format by default; which
+    levels show: HOROVOD_LOG_LEVEL, see common/log.py)."""
+    log.get_logger(__name__).log(level, message, extra={"rank": rank})
 
 
 def apply_at_init(rank, local_size, setters, first_time):
@@ -260,7 +254,7 @@ def apply_at_init(rank, local_size, setters, first_time):
     d = decide(os.environ, local_size, read_cpus)
     if d.threads is None:
         if first_time and rank == 0:
-            _log("INFO", rank, f"compute threads: {d.why}.")
+            _log(logging.INFO, rank, f"compute threads: {d.why}.")
         return d
     os.environ.update(d.env)  # only unset variables, or horovodrun's own
     # A pool that cannot be resized any more already follows the variables
@@ -277,8 +271,8 @@ def apply_at_init(rank, local_size, setters, first_time):
         how = ("in the environment horovodrun gave the rank" if os.environ.get(LAUNCHER_MARK)
                else "in the environment from hvd.init()")
         frameworks = ", ".join(f for f, _ in applied)
-        _log("INFO", rank, f"compute threads: {d.why}: {how}"
+        _log(logging.INFO, rank, f"compute threads: {d.why}: {how}"
              f"{', and applied to ' + frameworks if frameworks else ''}; {_OVERRIDE_HINT}.")
         for framework, reason in refused:
-            _log("WARNING", rank, f"compute threads: {framework} keeps its own count: {reason}")
+            _log(logging.WARNING, rank, f"compute threads: {framework} keeps its own count: {reason}")
     return d

@@ -11,13 +11,14 @@ vendor runs the same command on its own device.
 
 Modules: values.py (deterministic inputs), expect.py (expected results and
 tolerances), cases.py (the case matrix), collectives.py (what each case runs
-and checks), runner.py (running, syncing and reporting).
+and checks), run_suite.py (the command line: running, syncing and
+reporting).
 """
 
 
 def main(argv=None):
     """Runs the suite with command-line arguments argv; returns the exit status."""
-    from horovod_accel.conformance.runner import main as _main
+    from horovod_accel.conformance.run_suite import main as _main
     return _main(argv)
 
 

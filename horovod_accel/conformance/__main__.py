@@ -1,7 +1,7 @@
 """`python -m horovod_accel.conformance --device NAME [--quick] [--filter S] [--verbose]`."""
 import sys
 
-from horovod_accel.conformance.runner import main
+from horovod_accel.conformance.run_suite import main
 
 if __name__ == "__main__":
     sys.exit(main())

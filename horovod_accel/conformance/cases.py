@@ -12,8 +12,8 @@ depends only on the options and the job's size), so collectives meet by the
 names `conf.<case index>[.<k>]`.
 
 A case function runs on the members of its process set and returns a list
-of problems (empty: passed); exceptions propagate to the runner, which
-records them. Inputs come from values.py, expectations from expect.py.
+of problems (empty: passed); exceptions propagate to run_suite.py,
+which records them. Inputs come from values.py, expectations from expect.py.
 """
 import time
 import zlib
@@ -70,7 +70,7 @@ class Ctx:
         self.size = hvd.size()
         self.process_sets = process_sets
         self.self_test_fail = self_test_fail
-        # Elements this rank put on the device since the runner last reset
+        # Elements this rank put on the device since run_suite.py last reset
         # it (per case): a case that moved none needs no plugin activity.
         self.device_elements = 0
         self.op_map = {E.SUM: hvd.Sum, E.AVERAGE: hvd.Average, E.MIN: hvd.Min,

@@ -1,7 +1,7 @@
 """What each conformance case runs and checks: one function per collective
 (and the grouped and batch forms), called by the matrix in cases.py on the
-members of the case's process set with the runner's Ctx. Each returns a
-list of problems (empty: passed); exceptions propagate to the runner.
+members of the case's process set with run_suite.py's Ctx. Each returns
+a list of problems (empty: passed); exceptions propagate to run_suite.py.
 Inputs come from values.py, expectations from expect.py; collectives meet
 by the names `conf.<case index>[.<k>]`.
 """

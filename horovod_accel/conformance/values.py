@@ -15,7 +15,7 @@ Two families of values:
   misplaced row, a truncated element or a canonicalised bit pattern shows.
 
 Every tensor is built on the host (CPU) in int64/float64 and converted;
-runner code copies it to the device under test.
+Ctx.to_device (cases.py) copies it to the device under test.
 """
 import torch
 

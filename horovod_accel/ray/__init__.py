@@ -21,8 +21,8 @@ tells its processes; `hvd.init()` inside an actor joins the job. docs/ray.md
 explains the model, elastic mode and the differences from upstream.
 
 Modules, one purpose each:
-  runner.py          RayExecutor (the public facade) and upstream's import
-                     paths Coordinator, MiniSettings
+  executor.py        RayExecutor (the public facade); upstream's module
+                     horovod.ray.runner is this one (Coordinator, MiniSettings)
   settings.py        create_settings' MiniSettings
   params.py          checks of RayExecutor's arguments (ValueError as upstream)
   worker.py          BaseHorovodWorker, the actor class every rank runs in
@@ -53,7 +53,7 @@ if int(_ray.__version__.split(".")[0]) < 2:
                       "Upgrade it with `pip install -U 'ray==2.60.*'`.")
 
 from horovod_accel.ray.elastic import ElasticRayExecutor  # noqa: E402
-from horovod_accel.ray.runner import RayExecutor  # noqa: E402
+from horovod_accel.ray.executor import RayExecutor  # noqa: E402
 from horovod_accel.ray.worker import BaseHorovodWorker  # noqa: E402
 
 __all__ = ["RayExecutor", "BaseHorovodWorker", "ElasticRayExecutor"]

@@ -156,7 +156,7 @@ class ActorLauncher:
         ref = actor.execute_elastic.remote(self.call, self.executable, self.use_node_iface)
         label = label or f"rank {slot.rank}"
         handle = ActorRank(slot, actor, f"{label} (node {slot.hostname})")
-        if settings.verbose:
+        if settings.verbose:  # console output asked for, as horovodrun's; not logging
             print(f"horovod.ray: started {label} as an actor on node {slot.hostname}",
                   file=sys.stderr, flush=True)
         threading.Thread(target=handle.watch, args=(ref, on_exit),

@@ -9,13 +9,15 @@ to __exit__, and one daemon thread that calls the callbacks; __exit__ hands
 the callbacks whatever is still queued, unsets the queue on the workers (so
 a later call without callbacks never logs into a dead queue), then stops the
 thread and the queue. Without callbacks it does nothing at all.
-A callback that raises is reported once on stderr and not called again;
-it never fails the job.
+A callback that raises is reported once (a WARNING of the
+"horovod.ray.callbacks" logger: stderr by default, common/log.py) and not
+called again; it never fails the job.
 """
-import sys
 import threading
 
 import ray
+
+from horovod_accel.common import log
 
 _POLL_S = 0.1
 
@@ -56,8 +58,9 @@ class CallbackPump:
                 cb(item)
             except Exception as e:  # noqa: BLE001 - a callback never fails the job
                 self._broken.add(id(cb))
-                print(f"horovod.ray: callback {cb!r} raised {type(e).__name__}: {e}; it is not "
-                      "called again", file=sys.stderr, flush=True)
+                log.get_logger(__name__).warning(
+                    "horovod.ray: callback %r raised %s: %s; it is not called again", cb,
+                    type(e).__name__, e)
 
     def _drain(self, block):
         from ray.util.queue import Empty  # noqa: PLC0415

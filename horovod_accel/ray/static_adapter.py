@@ -28,6 +28,7 @@ import sys
 
 import ray
 
+from horovod_accel.common import log
 from horovod_accel.ray import results, strategy
 from horovod_accel.ray.callbacks import CallbackPump
 from horovod_accel.ray.coordinator import Coordinator
@@ -113,6 +114,8 @@ class StaticAdapter:
             ips = ", ".join(dict.fromkeys(p["node_ip"] for p in places))
             store = f"{envs[0]['HOROVOD_GLOO_RENDEZVOUS_ADDR']}:" \
                     f"{envs[0]['HOROVOD_GLOO_RENDEZVOUS_PORT']}"
+            # The launcher's console output that verbose=2 asks for (as horovodrun's
+            # own "started rank ..." lines), not a library diagnostic: it stays a print.
             print(f"horovod.ray: {len(self.workers)} workers on {nodes} node(s) ({ips}); store "
                   f"at {store}", file=sys.stderr, flush=True)
 
@@ -141,8 +144,8 @@ class StaticAdapter:
         self._remote_refs = []
         if self._failed or not self.workers:
             if (self.settings.verbose or 0) >= 1:
-                print("horovod.ray: the last call failed; restarting the workers before this one",
-                      file=sys.stderr, flush=True)
+                log.get_logger(__name__).warning(
+                    "horovod.ray: the last call failed; restarting the workers before this one")
             self._end_workers()
             self._form()
 

@@ -231,7 +231,7 @@ def validate(parser, args):
     if noise is not None and not 0 <= noise <= 1:
         _fail(parser, f"--autotune-gaussian-process-noise={noise} must be in [0, 1]")
     for flag, val in (("--mpi-args", args.mpi_args), ("--binding-args", args.binding_args)):
-        if val and not args.use_mpi:
+        if val and not args.use_mpi:  # a usage warning of the command line, as argparse's
             print(f"horovodrun: warning: {flag} only applies to MPI launches (--mpi); ignoring it",
                   file=sys.stderr)
 

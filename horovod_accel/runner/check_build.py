@@ -94,7 +94,7 @@ def framework_status(module):
 def framework_available(module, verbose=False):
     """True if the framework is installed and horovod_accel's adapter for it imports."""
     available, why = framework_status(module)
-    if why and verbose:
+    if why and verbose:  # part of the --check-build report the caller asked for
         print(why, file=sys.stderr)
     return available
 

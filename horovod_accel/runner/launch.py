@@ -181,6 +181,7 @@ def run_commandline(argv=None):
         sys.exit(check_build(a.verbose))
     try:
         code = run(a)
+    # The command line's own error report (as argparse's), not library logging.
     except ValueError as e:  # bad hosts, -np, interfaces: the user's to fix
         print(f"horovodrun: error: {e}", file=sys.stderr)
         code = 2

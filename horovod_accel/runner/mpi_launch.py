@@ -9,7 +9,8 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
+
+from horovod_accel.runner import output
 
 # Defaults of upstream's mpi_run when --binding-args is not given.
 _DEFAULT_BINDING = {"openmpi": ["-bind-to", "none", "-map-by", "slot"], "mpich": []}
@@ -61,7 +62,7 @@ def run(a, env):
     forwarded |= {n for n in ("PATH", "LD_LIBRARY_PATH") if n in env}
     argv = command(a, flavour, mpirun, forwarded)
     if a.verbose:
-        print(f"horovodrun: {' '.join(shlex.quote(x) for x in argv)}", file=sys.stderr)
+        output.console_message(" ".join(shlex.quote(x) for x in argv))
     try:
         return subprocess.run(argv, env=env).returncode
     except KeyboardInterrupt:

@@ -106,7 +106,9 @@ def forward_rank_output(proc, rank, size, output_dir=None, timestamp=False):
 
 def console_message(msg):
     """Prints a horovodrun message to stderr, every line prefixed 'horovodrun: ',
-    without interleaving with forwarded rank lines."""
+    without interleaving with forwarded rank lines. The launcher's console,
+    like the ranks' forwarded output, is program output, not library logging
+    (common/log.py): it shares the lock that keeps lines whole."""
     text = "".join(f"horovodrun: {line}\n" for line in msg.split("\n"))
     with _CONSOLE_LOCK:
         sys.stderr.write(text)

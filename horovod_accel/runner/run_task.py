@@ -144,6 +144,8 @@ def main():
         with connect() as store:
             record, tb = error_record(e, store.add(ERRORS_KEY, 1))
             sys.stdout.flush()
+            # The rank's own stderr, as Python's report of an uncaught exception
+            # (the launcher forwards it as the rank's output); not library logging.
             sys.stderr.write(tb)
             sys.stderr.flush()
             put_blob(store, result_key(rank), record)

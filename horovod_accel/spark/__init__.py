@@ -14,7 +14,8 @@ docs/spark.md tells how ranks map to executors and what differs from
 upstream.
 
 Modules, one purpose each:
-  runner.py    run / run_elastic: arguments, the static job's flow
+  run_api.py   run / run_elastic: arguments, the static job's flow
+               (upstream's module horovod.spark.runner is this one)
   protocol.py  the store keys between the driver and its Spark tasks
   driver/      the Spark driver's side (store, Spark job, task registry,
                ranks in tasks, results, the elastic job)
@@ -34,8 +35,8 @@ def __getattr__(name):
     # Imported on first use, so that the processes of the tasks and ranks,
     # which import horovod_accel.spark.task, do not load the driver's side.
     if name in __all__:
-        from horovod_accel.spark import runner  # noqa: PLC0415
-        value = getattr(runner, name)
+        from horovod_accel.spark import run_api  # noqa: PLC0415
+        value = getattr(run_api, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

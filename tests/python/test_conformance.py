@@ -23,7 +23,7 @@ from launch_util import horovodrun, run, tail
 
 from horovod_accel.conformance import cases as C
 from horovod_accel.conformance import expect as E
-from horovod_accel.conformance import runner as R
+from horovod_accel.conformance import run_suite as R
 from horovod_accel.conformance import values as V
 
 SUITE = ["-m", "horovod_accel.conformance", "--device", "cpu"]
@@ -94,7 +94,7 @@ def test_corrupted_expectation_is_reported_as_one_failure():
 
 _INJECT = textwrap.dedent("""
     import sys
-    from horovod_accel.conformance import cases, runner
+    from horovod_accel.conformance import cases, run_suite
 
     real = cases.run_allreduce
 
@@ -104,7 +104,7 @@ _INJECT = textwrap.dedent("""
         return real(ctx, case, **kw)
 
     cases.run_allreduce = run_allreduce
-    sys.exit(runner.main())
+    sys.exit(run_suite.main())
 """)
 
 

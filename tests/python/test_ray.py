@@ -285,7 +285,7 @@ def test_coordinator_topology_of_interleaved_ranks():
 
 def test_coordinator_serves_the_store_with_a_secret(local_ray):
     from horovod_accel.rendezvous.client import StoreAuthError, StoreClient  # noqa: PLC0415
-    coord = hvd_ray.runner.Coordinator(RayExecutor.create_settings(timeout_s=7))
+    coord = hvd_ray.executor.Coordinator(RayExecutor.create_settings(timeout_s=7))
     here = ray.util.get_node_ip_address()
     coord.register("h", "node-a", 0, node_ip=here)
     coord.register("h", "node-a", 1, node_ip=here)

@@ -44,10 +44,10 @@ class SparkBackend(Backend):
         self._kwargs = kwargs
 
     def run(self, fn, args=(), kwargs=None, env=None):
-        from horovod_accel.spark import runner  # noqa: PLC0415
+        from horovod_accel.spark import run_api  # noqa: PLC0415
         full_env = {**self._env, **(env or {})}
-        return runner.run(fn, args=args, kwargs=kwargs or {}, num_proc=self._num_proc,
-                          env=full_env, **self._kwargs)
+        return run_api.run(fn, args=args, kwargs=kwargs or {}, num_proc=self._num_proc,
+                           env=full_env, **self._kwargs)
 
     def num_processes(self):
         return self._num_proc

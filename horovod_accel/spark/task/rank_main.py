@@ -41,7 +41,7 @@ def _die_with_task():
 def main():
     _die_with_task()
     secret = sys.stdin.readline().rstrip("\n")
-    if not secret:
+    if not secret:  # this entry point's usage error, on its own stderr
         print("horovod.spark: this rank process got no job secret on stdin; it is started by "
               "a horovod.spark task, not by hand", file=sys.stderr)
         return 2

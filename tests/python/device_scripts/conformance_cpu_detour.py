@@ -5,7 +5,7 @@ ran the op. The suite's proof must catch it
 (tests/python/test_conformance_devices.py). Arguments: the suite's."""
 import sys
 
-from horovod_accel.conformance import runner
+from horovod_accel.conformance import run_suite
 from horovod_accel.conformance.plugin_memory import PluginOps, PluginTensor
 
 
@@ -17,4 +17,4 @@ def _allreduce_on_the_host(self, tensor, **kw):
 PluginOps.allreduce = _allreduce_on_the_host
 
 if __name__ == "__main__":
-    sys.exit(runner.main(sys.argv[1:]))
+    sys.exit(run_suite.main(sys.argv[1:]))

@@ -1,5 +1,6 @@
-"""`horovod.spark.run` and `horovod.spark.run_elastic` (upstream's
-horovod.spark.runner): a Horovod job whose ranks run in Spark tasks.
+"""`horovod.spark.run` and `horovod.spark.run_elastic`: a Horovod job whose
+ranks run in Spark tasks. Upstream's module horovod.spark.runner is this one
+(the `horovod` alias package maps the name).
 
 How (docs/spark.md has the whole picture):
 - the driver (this process) serves the job's rendezvous store, the one
@@ -12,15 +13,13 @@ How (docs/spark.md has the whole picture):
   for run, the elastic driver for run_elastic, with a launcher hook that
   starts ranks in Spark tasks (driver/remote_rank.py).
 """
-import logging
-
+from horovod_accel.common import log
+from horovod_accel.runner import call_records as records
 from horovod_accel.runner import job
 from horovod_accel.spark.driver import args as args_mod
-from horovod_accel.runner import call_records as records
 from horovod_accel.spark.driver import placement, spark_context
 from horovod_accel.spark.driver.service import SparkJobDriver
 
-_log = logging.getLogger("horovod.spark")
 RUN = "horovod.spark.run"
 RUN_ELASTIC = "horovod.spark.run_elastic"
 RANK_MAIN = "horovod_accel.spark.task.rank_main"
@@ -69,7 +68,7 @@ def run(fn, args=(), kwargs={}, num_proc=None, start_timeout=None, use_mpi=None,
     rank_env = args_mod.rank_env(RUN, env, nics)
     payload = records.pack_call(RUN, fn, args, kwargs or {})
     if verbose >= 1:
-        _log.info("Running %d processes...", num_proc)
+        log.get_logger(__name__).info("Running %d processes...", num_proc)
     with SparkJobDriver(sc, RUN, num_proc, elastic=False, nics=nics,
                         verbose=verbose >= 2) as d:
         d.store_call(payload)
@@ -146,7 +145,8 @@ def run_elastic(fn, args=(), kwargs={}, num_proc=None, min_num_proc=None,  # noq
     nics = args_mod.nic_list(nics)
     rank_env = args_mod.rank_env(RUN_ELASTIC, env, nics)
     if verbose >= 1:
-        _log.info("Running %d processes (elastic: %d to %d)...", num_proc, min_np, max_np)
+        log.get_logger(__name__).info("Running %d processes (elastic: %d to %d)...", num_proc,
+                                      min_np, max_np)
     payload = records.pack_call(RUN_ELASTIC, fn, args, kwargs or {})
     from horovod_accel.spark.driver import elastic_job  # noqa: PLC0415
     return elastic_job.run(sc, payload, num_proc, min_np, max_np, timeout,

@@ -1,8 +1,9 @@
 """RayExecutor: upstream horovod.ray's executor (0.28.1 API). It checks its
 arguments, then hands the work to an adapter: StaticAdapter (num_workers or
 num_hosts; static_adapter.py) or ElasticAdapter (min_workers;
-elastic_adapter.py). Coordinator and MiniSettings are importable from here,
-as upstream's horovod.ray.runner exports them (Ray Train imports them).
+elastic_adapter.py). Upstream's module horovod.ray.runner is this one (the
+`horovod` alias package maps the name): Coordinator and MiniSettings are
+importable from here, as upstream's exports them (Ray Train imports them).
 
 The process that creates a RayExecutor is the job's driver: it serves the
 rendezvous store the ranks connect to, so it must run where the Ray nodes
