@@ -279,8 +279,8 @@ Status ConnectTcpStore(const std::string& host, int port, const std::string& sec
                        std::chrono::milliseconds timeout, std::unique_ptr<Store>* out) {
   if (host.empty() || port <= 0 || port > 65535)
     return Status::InvalidArgument("invalid rendezvous store address '" + host + ":" +
-                                   std::to_string(port) + "' (" + setting_env::store_addr + ", " +
-                                   setting_env::store_port + ")");
+                                   std::to_string(port) + "' (" + setting_env::store_addr +
+                                   "/PORT)");
   auto store = std::make_unique<TcpStore>(host, port, secret, timeout);
   int fd = -1;
   HVDA_RETURN_IF_ERROR(store->Dial(DeadlineAfter(timeout), &fd));
