@@ -8,12 +8,12 @@ upstream's shared C++ globals do. `HorovodBasics` itself is stateless.
 """
 import atexit
 import os
-import sys
-import warnings
 import threading
+import warnings
 
 from horovod_accel.common import compute_threads as _compute_threads
 from horovod_accel.common import job as _job
+from horovod_accel.common import log
 from horovod_accel.common import mpi as _mpi
 from horovod_accel.common import process_sets as _ps
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME, NOT_INITIALIZED
@@ -133,7 +133,7 @@ class HorovodBasics:
             try:
                 assignment = worker.join_next_round()
             except WorkerRemoved as e:
-                print(f"horovod_accel: {e}", file=sys.stderr, flush=True)
+                log.get_logger(__name__).warning("horovod_accel: %s", e)
                 raise SystemExit(0) from None
             # Published for the user's program, as horovodrun's are.
             os.environ.update(assignment)
@@ -141,8 +141,9 @@ class HorovodBasics:
                 rt.init(_job.job_spec({**os.environ, **assignment}), sets, dynamic, paths)
                 return
             except RuntimeError as e:  # ValueError (a bad setting) is the user's to fix
-                print(f"horovod_accel: elastic round {worker.round} did not form ({e}); "
-                      f"waiting for the next one", file=sys.stderr, flush=True)
+                log.get_logger(__name__).warning(
+                    "horovod_accel: elastic round %d did not form (%s); waiting for the next one",
+                    worker.round, e)
 
     @staticmethod
     def _mpi_bootstrap(comm):

@@ -5,11 +5,9 @@ process-wide state, so this module holds the default instance in one small
 object, `DEFAULT_RUNTIME`. The C++ extension is imported on first use, so
 importing an adapter never fails merely because the core is not built.
 """
-import importlib
-import sys
 import threading
 
-from horovod_accel.common.install_info import how_to_fix_core
+from horovod_accel.common.install_info import load_core
 
 NOT_INITIALIZED = "Horovod has not been initialized; use hvd.init()."
 
@@ -37,18 +35,9 @@ class DefaultRuntime:
         # later init() of the process joins the same job (JobSpec, job.py).
         self.mpi_job = {}
 
-    @staticmethod
-    def core():
-        """The `horovod_accel._core` module; ImportError with a how-to-fix message."""
-        core = sys.modules.get("horovod_accel._core")  # the per-op path: no import machinery
-        if core is not None:
-            return core
-        try:
-            return importlib.import_module("horovod_accel._core")
-        except ImportError as e:
-            raise ImportError(
-                f"horovod_accel's C++ extension (horovod_accel._core) failed to load: {e}. "
-                f"{how_to_fix_core()}") from e
+    # The `horovod_accel._core` module; ImportError with a how-to-fix message
+    # (install_info.load_core, called directly: the per-op path uses it).
+    core = staticmethod(load_core)
 
     def runtime(self):
         """The Runtime, created on first call (initialized or not)."""

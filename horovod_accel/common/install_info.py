@@ -1,8 +1,10 @@
 """How this horovod_accel was installed (a wheel, or an editable checkout),
 for messages that tell a user what to do: a wheel user cannot rebuild from
-a source tree."""
+a source tree; and loading the C++ extension with such a message."""
+import importlib
 import importlib.metadata
 import json
+import sys
 
 
 def editable(dist):
@@ -24,3 +26,16 @@ def how_to_fix_core():
         return "Rebuild it from the source tree with `pip install -e .`."
     return ("Reinstall the wheel for this Python and platform "
             "(pip install --force-reinstall horovod_accel), then run `horovodrun --check-build`.")
+
+
+def load_core():
+    """The `horovod_accel._core` module, imported on first use; ImportError
+    with a how-to-fix message. Cheap once loaded (the per-op path calls it)."""
+    core = sys.modules.get("horovod_accel._core")
+    if core is not None:
+        return core
+    try:
+        return importlib.import_module("horovod_accel._core")
+    except ImportError as e:
+        raise ImportError(f"horovod_accel's C++ extension (horovod_accel._core) failed to load: "
+                          f"{e}. {how_to_fix_core()}") from e

@@ -43,7 +43,6 @@ HIDE_TIME_VARIABLE = "HOROVOD_LOG_HIDE_TIME"
 TRACE = 5  # below logging.DEBUG, as the core's TRACE is below its DEBUG
 _LEVELS = {"TRACE": TRACE, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
            "WARNING": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
-_TRUE = ("1", "true", "yes", "on")
 
 # Serializes installing the default handler (two threads logging first).
 _INSTALL_LOCK = threading.Lock()
@@ -78,7 +77,8 @@ class DefaultFormatter(logging.Formatter):
         if rank is None:
             return message
         stamp = ""
-        if os.environ.get(HIDE_TIME_VARIABLE, "0").lower() not in _TRUE:
+        from horovod_accel.common import settings  # noqa: PLC0415 (loads the core)
+        if not settings.read(HIDE_TIME_VARIABLE):
             stamp = time.strftime("[%Y-%m-%d %H:%M:%S] ", time.localtime(record.created))
         return f"{stamp}[horovod_accel {core_level_name(record.levelno)} rank {rank}] {message}"
 

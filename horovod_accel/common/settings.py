@@ -7,13 +7,14 @@ repeated in a module. Values parse exactly as the core parses them (the
 core's own parser, `_core.parse_setting`), and a bad value raises ValueError
 naming the variable.
 
-The C++ extension is imported on first use (DEFAULT_RUNTIME.core()), so
-importing this module never fails merely because the core is not built.
+The C++ extension is imported on first use, so importing this module never
+fails merely because the core is not built. It imports nothing else of the
+package: launchers, the rendezvous client and init() all read settings here.
 """
 import functools
 import os
 
-from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
+from horovod_accel.common.install_info import load_core as _core
 
 
 @functools.lru_cache(maxsize=1)
@@ -23,7 +24,7 @@ def table():
     'python': read by the Python package only),
     type, default, range, upstream (upstream Horovod's name; '' for
     horovod_accel's own) and doc, in the table's order."""
-    return tuple(DEFAULT_RUNTIME.core().settings_table())
+    return tuple(_core().settings_table())
 
 
 def names():
@@ -36,12 +37,12 @@ def read(name, env=None):
     default when unset or empty. KeyError when `name` is not in the table;
     ValueError when the value does not parse or is out of range."""
     env = os.environ if env is None else env
-    return DEFAULT_RUNTIME.core().parse_setting(name, env.get(name, ""))
+    return _core().parse_setting(name, env.get(name, ""))
 
 
 def default(name):
     """The typed default of setting `name`."""
-    return DEFAULT_RUNTIME.core().parse_setting(name, "")
+    return _core().parse_setting(name, "")
 
 
 def markdown(scope):

@@ -32,6 +32,7 @@ import traceback
 
 import torch
 
+from horovod_accel.common import settings
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.conformance.cases import Ctx, build_cases, process_set_ranks
 
@@ -332,7 +333,7 @@ def attach_plugin(hvd, args, device):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    rank_env = int(os.environ.get("HOROVOD_RANK", "0"))
+    rank_env = settings.read("HOROVOD_RANK")
     if args.list:
         if rank_env == 0:
             cases = [c for c in build_cases(planned_size(), args.quick)
@@ -342,7 +343,7 @@ def main(argv=None):
     device = torch.device("cpu")
     if args.memory == "framework":
         try:
-            device = resolve_device(args.device, int(os.environ.get("HOROVOD_LOCAL_RANK", "0")))
+            device = resolve_device(args.device, settings.read("HOROVOD_LOCAL_RANK"))
         except DeviceUnavailable as e:
             return _unavailable(rank_env, args.device, e)
 

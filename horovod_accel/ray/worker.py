@@ -19,6 +19,7 @@ import sys
 import ray
 
 from horovod_accel.common import elastic_protocol as proto
+from horovod_accel.common import settings
 from horovod_accel.ray.utils import node_interface
 from horovod_accel.runner import rank_process
 
@@ -29,7 +30,7 @@ _JOB_IDENTITY = ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_
                  "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE", "HOROVOD_HOSTNAME",
                  "HOROVOD_GLOO_RENDEZVOUS_ADDR", "HOROVOD_GLOO_RENDEZVOUS_PORT",
                  rank_process.SECRET_ENV, "HOROVOD_ELASTIC", proto.WORKER_ID_ENV,
-                 proto.SPAWN_ROUND_ENV, proto.ROUND_ENV, "_HOROVOD_MPI_BOOTSTRAP")
+                 proto.SPAWN_ROUND_ENV, proto.ROUND_ENV)
 
 
 def shutdown_horovod_if_running():
@@ -145,7 +146,7 @@ class BaseHorovodWorker:
         except BaseException:
             shutdown_horovod_if_running()
             raise
-        rank = int(os.environ.get("HOROVOD_RANK", "0"))
+        rank = settings.read("HOROVOD_RANK")
         shutdown_horovod_if_running()
         return "returned", rank, value
 

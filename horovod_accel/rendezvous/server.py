@@ -114,6 +114,8 @@ class RendezvousStoreServer:
     # ---- internals ----
 
     def _log(self, msg):
+        # The launcher's console output that --verbose asks for (like
+        # runner/output.console_message), not library logging (common/log.py).
         if self._verbose:
             print(f"horovodrun: {msg}", file=sys.stderr, flush=True)
 

@@ -23,7 +23,7 @@ import os
 import secrets
 import sys
 
-from horovod_accel.common import compute_threads
+from horovod_accel.common import compute_threads, settings
 from horovod_accel.rendezvous import network
 from horovod_accel.rendezvous.server import RendezvousStoreServer
 from horovod_accel.runner import args as args_mod
@@ -48,10 +48,9 @@ def _start_timeout(a):
     if a.start_timeout is not None:
         return float(a.start_timeout)
     try:
-        return float(os.environ.get("HOROVOD_START_TIMEOUT", "30"))
-    except ValueError:
-        raise UsageError(f"HOROVOD_START_TIMEOUT={os.environ['HOROVOD_START_TIMEOUT']!r} is not "
-                         "a number of seconds") from None
+        return settings.read("HOROVOD_START_TIMEOUT")
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def store_address(host, nics):

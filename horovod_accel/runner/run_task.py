@@ -34,6 +34,7 @@ import pickle
 import sys
 import traceback
 
+from horovod_accel.common import settings
 from horovod_accel.common.elastic_worker import in_elastic_job
 
 KEY_PREFIX = "horovod_accel/run/"
@@ -105,7 +106,7 @@ def _store_opener():
         return StoreClient.from_env
     host, _, port = addr.rpartition(":")
     secret = os.environ.pop(SECRET_ENV, "")  # func and its children do not need it
-    timeout = float(os.environ.get("HOROVOD_START_TIMEOUT", "30"))
+    timeout = settings.read("HOROVOD_START_TIMEOUT")
     return lambda: StoreClient(host, port, secret, timeout)
 
 

@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from launch_util import REPO
 
 from horovod_accel.common import job, settings
-from launch_util import REPO
 
 
 def test_table_has_every_scope_and_consistent_rows():
