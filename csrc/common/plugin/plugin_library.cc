@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/plugin/plugin_abi.h"
+#include "common/util/settings.h"
 
 namespace hvda {
 namespace {
@@ -81,8 +82,9 @@ Status LoadError(const std::string& path, const std::string& dl_error) {
             : "the dynamic linker found no such file (search dirs, LD_LIBRARY_PATH, "
               "system library dirs)";
     return Status::Unavailable("device plugin '" + path + "' not found: " + where + " (" +
-                               dl_error + "). Check the name or path in HOROVOD_ACCEL_PLUGINS "
-                               "(or the plugin package's entry point), or install the plugin.");
+                               dl_error + "). Check the name or path in " +
+                               setting_env::accel_plugins +
+                               " (or the plugin package's entry point), or install the plugin.");
   }
   const std::string found =
       "device plugin '" + path + "' was found but cannot be loaded: " + dl_error;
@@ -156,7 +158,7 @@ const char* PluginStatusName(hvda_status s) {
 }
 
 std::string DeviceTypeVariable(const char* plugin_name) {
-  std::string var = "HOROVOD_";
+  std::string var = "HOROVOD_";  // HOROVOD_<NAME>_DEVICE_TYPE: one per plugin, not in the table
   for (const char* c = plugin_name; c != nullptr && *c != '\0'; ++c)
     var += std::isalnum(static_cast<unsigned char>(*c)) ? static_cast<char>(std::toupper(*c)) : '_';
   return var + "_DEVICE_TYPE";
