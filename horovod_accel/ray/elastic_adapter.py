@@ -19,6 +19,7 @@ import signal
 
 import ray
 
+from horovod_accel.common import settings
 from horovod_accel.ray.actor_rank import ActorLauncher
 from horovod_accel.ray.callbacks import CallbackPump
 from horovod_accel.ray.discovery import MappingDiscovery, RayHostDiscovery
@@ -99,7 +100,7 @@ class ElasticAdapter:
             raise RuntimeError("RayExecutor: call start() before running functions")
         p, s = self.params, self.settings
         secret = secrets.token_hex(32)
-        gloo_timeout = float(self._extra_env.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or 30)
+        gloo_timeout = settings.read("HOROVOD_GLOO_TIMEOUT_SECONDS", self._extra_env)
         verbose = (s.verbose or 0) >= 2
         with RendezvousStoreServer(secret, host="0.0.0.0", verbose=verbose) as store, \
                 CallbackPump(callbacks, []) as pump:

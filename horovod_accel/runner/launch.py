@@ -151,7 +151,7 @@ def run_elastic_job(a, env, prepare=None, collect=None):
         local = {h.name for h in fixed if network.is_local_host(h.name)}
         bind = "127.0.0.1" if len(local) == len(fixed) else "0.0.0.0"
         _choose_gloo_iface(env, {h.name: store_addr(h.name) for h in fixed}, local, a.verbose)
-    gloo_timeout = float(env.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or 30)
+    gloo_timeout = settings.read("HOROVOD_GLOO_TIMEOUT_SECONDS", env)
     secret = secrets.token_hex(32)
     if a.output_filename:
         os.makedirs(a.output_filename, exist_ok=True)

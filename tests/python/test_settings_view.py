@@ -75,13 +75,17 @@ def test_every_launcher_setting_reaches_the_job_spec():
 
 
 # A setting of the table read with a literal default (`environ.get("NAME",
-# "30")`, `getenv("NAME", ...)`) repeats the table; read it through
+# "30")`, `env.get("NAME") or 30`, `getenv("NAME", ...)`) repeats the table; read it through
 # horovod_accel.common.settings instead.
-_DEFAULTED_READ = re.compile(r"""(?:environ|env)\.get\(\s*["']([A-Z_]+)["']\s*,|"""
+_DEFAULTED_READ = re.compile(r"""(?:environ|env)\.get\(\s*["']([A-Z_]+)["']\s*(?:,|\)\s*or\b)|"""
                              r"""getenv\(\s*["']([A-Z_]+)["']\s*,""")
 
 
 def test_no_python_module_repeats_a_settings_default():
+    for sample in ('os.environ.get("HOROVOD_CYCLE_TIME", "1")', 'env.get("HOROVOD_CYCLE_TIME") or 1',
+                   'os.getenv("HOROVOD_CYCLE_TIME", "1")'):
+        assert _DEFAULTED_READ.search(sample), f"the scan misses {sample}"
+    assert not _DEFAULTED_READ.search('env.get("HOROVOD_CYCLE_TIME")')  # no default: fine
     known = set(settings.names())
     offenders = []
     for path in sorted((REPO / "horovod_accel").rglob("*.py")):

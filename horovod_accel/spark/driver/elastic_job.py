@@ -13,6 +13,7 @@ the retry registers as a new host, which the driver adds at the next commit.
 import os
 import signal
 
+from horovod_accel.common import settings
 from horovod_accel.runner.elastic.driver import ElasticDriver, ElasticSpec
 from horovod_accel.runner import call_records as records
 from horovod_accel.spark.driver import placement, spark_context
@@ -25,13 +26,12 @@ CALLER = "horovod.spark.run_elastic"
 def _ready_timeout(rank_env):
     """Seconds a survivor may take to reset, as horovodrun's elastic mode
     allows: max(60, 2 * HOROVOD_GLOO_TIMEOUT_SECONDS)."""
-    text = rank_env.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or \
-        os.environ.get("HOROVOD_GLOO_TIMEOUT_SECONDS") or "30"
+    name = "HOROVOD_GLOO_TIMEOUT_SECONDS"
+    env = {name: rank_env.get(name) or os.environ.get(name, "")}
     try:
-        return max(60.0, 2 * float(text))
-    except ValueError:
-        raise ValueError(f"{CALLER}: HOROVOD_GLOO_TIMEOUT_SECONDS={text!r} is not a number of "
-                         "seconds") from None
+        return max(60.0, 2 * settings.read(name, env))
+    except ValueError as e:
+        raise ValueError(f"{CALLER}: {e}") from None
 
 
 def _final_placement(driver, discovery):
