@@ -7,7 +7,6 @@
 #include "common/util/config.h"
 #include "mpi/hvda_mpi_shim.h"
 #include "python/bindings.h"
-#include "python/enqueue_args.h"
 
 namespace py = pybind11;
 
@@ -75,6 +74,7 @@ PYBIND11_MODULE(_core, m) {
   python::BindWork(m);
   python::BindRuntime(m);
   python::BindFastEnqueue(m);
+  python::BindEnqueue(m);
   python::BindCoreCApi(m);
   python::BindPluginMemory(m);
   python::BindPlugins(m);
