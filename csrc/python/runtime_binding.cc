@@ -1,4 +1,5 @@
-// Runtime bindings: init/shutdown/topology, enqueue, process sets, timeline.
+// Runtime bindings: init/shutdown/topology, join and barrier, process sets,
+// timeline. The tensor ops' Runtime.enqueue_*: fast_enqueue.cc, enqueue_binding.cc.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
