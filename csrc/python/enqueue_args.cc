@@ -64,58 +64,77 @@ bool Took(PyObject* type) {
 EnqueueCall::EnqueueCall(const char* signature, Py_ssize_t arity, PyObject* const* args,
                          Py_ssize_t nargs, Py_ssize_t nkwargs)
     : signature_(signature), args_(args) {
-  if (nkwargs > 0) Fail(PyExc_TypeError, "takes no keyword arguments");
+  if (nkwargs > 0) Fail(PyExc_TypeError, Label{nullptr}, "takes no keyword arguments");
   if (nargs != arity)
-    Fail(PyExc_TypeError, "takes " + std::to_string(arity) + " positional arguments, got " +
-                              std::to_string(nargs));
+    Fail(PyExc_TypeError, Label{nullptr},
+         "takes " + std::to_string(arity) + " positional arguments, got " + std::to_string(nargs));
 }
 
-void EnqueueCall::Fail(PyObject* type, const std::string& message) const {
-  PyErr_SetString(type, (std::string(signature_) + ": " + message).c_str());
+EnqueueCall::Label EnqueueCall::Label::At(Py_ssize_t k) const {
+  Label l = *this;
+  l.index[index[0] < 0 ? 0 : 1] = k;
+  return l;
+}
+
+std::string EnqueueCall::Label::Text() const {
+  std::string t = name;
+  for (Py_ssize_t k : index)
+    if (k >= 0) t += "[" + std::to_string(k) + "]";
+  return t;
+}
+
+void EnqueueCall::Fail(PyObject* type, const Label& what, const std::string& message) const {
+  std::string text = std::string(signature_) + ": ";
+  if (what.name != nullptr) text += what.Text() + " ";
+  PyErr_SetString(type, (text + message).c_str());
   throw py::error_already_set();
 }
 
-std::string EnqueueCall::Str(PyObject* o, const std::string& what) const {
-  if (!PyUnicode_Check(o)) Fail(PyExc_TypeError, what + " must be a str, not " + TypeName(o));
+std::string EnqueueCall::Str(PyObject* o, const Label& what) const {
+  if (!PyUnicode_Check(o))
+    Fail(PyExc_TypeError, what, std::string("must be a str, not ") + TypeName(o));
   Py_ssize_t n = 0;
   const char* s = PyUnicode_AsUTF8AndSize(o, &n);
   if (s == nullptr) throw py::error_already_set();  // e.g. a lone surrogate
   return std::string(s, static_cast<size_t>(n));
 }
 
-int EnqueueCall::Int32(PyObject* o, const std::string& what) const {
+int EnqueueCall::Int32(PyObject* o, const Label& what) const {
   const long long v = PyLong_AsLongLong(o);
   if (v == -1 && PyErr_Occurred()) {
-    if (Took(PyExc_TypeError)) Fail(PyExc_TypeError, what + " must be an int, not " + TypeName(o));
-    if (Took(PyExc_OverflowError)) Fail(PyExc_OverflowError, what + " " + Text(o) + " is out of range");
+    if (Took(PyExc_TypeError))
+      Fail(PyExc_TypeError, what, std::string("must be an int, not ") + TypeName(o));
+    if (Took(PyExc_OverflowError)) Fail(PyExc_OverflowError, what, Text(o) + " is out of range");
     throw py::error_already_set();
   }
   // Never truncated: a dtype or process set beyond a C int must not wrap to
   // another valid value.
-  if (v < INT_MIN || v > INT_MAX) Fail(PyExc_OverflowError, what + " " + Text(o) + " is out of range");
+  if (v < INT_MIN || v > INT_MAX) Fail(PyExc_OverflowError, what, Text(o) + " is out of range");
   return static_cast<int>(v);
 }
 
-uintptr_t EnqueueCall::Address(PyObject* o, const std::string& what) const {
+uintptr_t EnqueueCall::Address(PyObject* o, const Label& what) const {
   const unsigned long long v = PyLong_AsUnsignedLongLong(o);
   if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
     if (Took(PyExc_TypeError))
-      Fail(PyExc_TypeError, what + " must be an int (a memory address), not " + TypeName(o));
+      Fail(PyExc_TypeError, what,
+           std::string("must be an int (a memory address), not ") + TypeName(o));
     if (Took(PyExc_OverflowError))
-      Fail(PyExc_OverflowError,
-           what + " " + Text(o) + " is out of range (a memory address is an int >= 0)");
+      Fail(PyExc_OverflowError, what,
+           Text(o) + " is out of range (a memory address is an int >= 0)");
     throw py::error_already_set();
   }
   return static_cast<uintptr_t>(v);
 }
 
-Shape EnqueueCall::Int64s(PyObject* o, const std::string& what) const {
+Shape EnqueueCall::Int64s(PyObject* o, const Label& what) const {
   auto item = [&](PyObject* x, Py_ssize_t k) -> int64_t {
     const long long v = PyLong_AsLongLong(x);
     if (v == -1 && PyErr_Occurred()) {
-      const std::string at = what + "[" + std::to_string(k) + "]";
-      if (Took(PyExc_TypeError)) Fail(PyExc_TypeError, at + " must be an int, not " + TypeName(x));
-      if (Took(PyExc_OverflowError)) Fail(PyExc_OverflowError, at + " " + Text(x) + " is out of range");
+      if (Took(PyExc_TypeError))
+        Fail(PyExc_TypeError, what.At(k), std::string("must be an int, not ") + TypeName(x));
+      if (Took(PyExc_OverflowError))
+        Fail(PyExc_OverflowError, what.At(k), Text(x) + " is out of range");
       throw py::error_already_set();
     }
     return v;
@@ -125,7 +144,8 @@ Shape EnqueueCall::Int64s(PyObject* o, const std::string& what) const {
   if (PyTuple_Check(o)) {
     const Py_ssize_t n = PyTuple_GET_SIZE(o);
     Shape out(static_cast<size_t>(n));
-    for (Py_ssize_t k = 0; k < n; ++k) out[static_cast<size_t>(k)] = item(PyTuple_GET_ITEM(o, k), k);
+    for (Py_ssize_t k = 0; k < n; ++k)
+      out[static_cast<size_t>(k)] = item(PyTuple_GET_ITEM(o, k), k);
     return out;
   }
   py::object seq = Items(o, what, "ints");
@@ -136,90 +156,76 @@ Shape EnqueueCall::Int64s(PyObject* o, const std::string& what) const {
   return out;
 }
 
-py::object EnqueueCall::Items(PyObject* o, const std::string& what, const char* of) const {
+py::object EnqueueCall::Items(PyObject* o, const Label& what, const char* of) const {
   if (!PyUnicode_Check(o) && !PyBytes_Check(o)) {
     py::object seq = py::reinterpret_steal<py::object>(PySequence_Fast(o, ""));
     if (seq) return seq;
     if (!Took(PyExc_TypeError)) throw py::error_already_set();
   }
-  Fail(PyExc_TypeError, what + " must be a sequence of " + of + ", not " + TypeName(o));
+  Fail(PyExc_TypeError, what, std::string("must be a sequence of ") + of + ", not " + TypeName(o));
 }
 
-std::string EnqueueCall::Str(Py_ssize_t i, const char* what) const { return Str(args_[i], what); }
-
-int EnqueueCall::Int32(Py_ssize_t i, const char* what) const { return Int32(args_[i], what); }
-
-uintptr_t EnqueueCall::Address(Py_ssize_t i, const char* what) const {
-  return Address(args_[i], what);
-}
-
-double EnqueueCall::Float(Py_ssize_t i, const char* what) const {
-  PyObject* o = args_[i];
+double EnqueueCall::Float(PyObject* o, const Label& what) const {
   const double v = PyFloat_AsDouble(o);
   if (v == -1.0 && PyErr_Occurred()) {
     if (Took(PyExc_TypeError))
-      Fail(PyExc_TypeError, std::string(what) + " must be a float, not " + TypeName(o));
+      Fail(PyExc_TypeError, what, std::string("must be a float, not ") + TypeName(o));
     throw py::error_already_set();
   }
   return v;
 }
 
-Shape EnqueueCall::Int64s(Py_ssize_t i, const char* what) const { return Int64s(args_[i], what); }
-
-DeviceArg EnqueueCall::Device(Py_ssize_t i, const char* what) const {
-  PyObject* o = args_[i];
+DeviceArg EnqueueCall::Device(PyObject* o, const Label& what) const {
   DeviceArg d;
-  // CPU tensors (-1), the per-op common case, skip pybind11's type lookup.
-  if (!PyLong_CheckExact(o) && py::isinstance<DeviceRef>(o)) {
+  if (py::isinstance<DeviceRef>(o)) {
     d.ref = &py::handle(o).cast<const DeviceRef&>();
     return d;
   }
   if (!PyLong_Check(o) && !PyIndex_Check(o))
-    Fail(PyExc_TypeError, std::string(what) + " must be -1 (CPU) or a DeviceRef, not " + TypeName(o));
+    Fail(PyExc_TypeError, what, std::string("must be -1 (CPU) or a DeviceRef, not ") + TypeName(o));
   d.bare_index = Int32(o, what);
   return d;
 }
 
 std::vector<std::string> EnqueueCall::StrList(Py_ssize_t i, const char* what) const {
-  py::object seq = Items(args_[i], what, "str");
+  const Label label{what};
+  py::object seq = Items(args_[i], label, "str");
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
   PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
   std::vector<std::string> out;
   out.reserve(static_cast<size_t>(n));
-  for (Py_ssize_t k = 0; k < n; ++k)
-    out.push_back(Str(items[k], std::string(what) + "[" + std::to_string(k) + "]"));
+  for (Py_ssize_t k = 0; k < n; ++k) out.push_back(Str(items[k], label.At(k)));
   return out;
 }
 
 std::vector<int> EnqueueCall::Int32List(Py_ssize_t i, const char* what) const {
-  py::object seq = Items(args_[i], what, "ints");
+  const Label label{what};
+  py::object seq = Items(args_[i], label, "ints");
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
   PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
   std::vector<int> out(static_cast<size_t>(n));
-  for (Py_ssize_t k = 0; k < n; ++k)
-    out[static_cast<size_t>(k)] = Int32(items[k], std::string(what) + "[" + std::to_string(k) + "]");
+  for (Py_ssize_t k = 0; k < n; ++k) out[static_cast<size_t>(k)] = Int32(items[k], label.At(k));
   return out;
 }
 
 std::vector<uintptr_t> EnqueueCall::AddressList(Py_ssize_t i, const char* what) const {
-  py::object seq = Items(args_[i], what, "ints");
+  const Label label{what};
+  py::object seq = Items(args_[i], label, "ints");
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
   PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
   std::vector<uintptr_t> out(static_cast<size_t>(n));
-  for (Py_ssize_t k = 0; k < n; ++k)
-    out[static_cast<size_t>(k)] =
-        Address(items[k], std::string(what) + "[" + std::to_string(k) + "]");
+  for (Py_ssize_t k = 0; k < n; ++k) out[static_cast<size_t>(k)] = Address(items[k], label.At(k));
   return out;
 }
 
 std::vector<Shape> EnqueueCall::ShapeList(Py_ssize_t i, const char* what) const {
-  py::object seq = Items(args_[i], what, "shapes");
+  const Label label{what};
+  py::object seq = Items(args_[i], label, "shapes");
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
   PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
   std::vector<Shape> out;
   out.reserve(static_cast<size_t>(n));
-  for (Py_ssize_t k = 0; k < n; ++k)
-    out.push_back(Int64s(items[k], std::string(what) + "[" + std::to_string(k) + "]"));
+  for (Py_ssize_t k = 0; k < n; ++k) out.push_back(Int64s(items[k], label.At(k)));
   return out;
 }
 
@@ -245,25 +251,6 @@ EnqueueArgs Args(RequestType type, std::string name, int ps, uintptr_t in, uintp
     a.stream = reinterpret_cast<void*>(device.ref->stream);
   }
   return a;
-}
-
-EnqueueArgs ReadTensor(const EnqueueCall& c, RequestType type, bool has_output, Py_ssize_t* next) {
-  Py_ssize_t i = 0;
-  std::string name = c.Str(i++, "name");
-  const int ps = c.Int32(i++, "process_set");
-  const uintptr_t in = c.Address(i++, "input");
-  const uintptr_t out = has_output ? c.Address(i++, "output") : 0;
-  const int dtype = c.Int32(i++, "dtype");
-  Shape shape = c.Int64s(i++, "shape");
-  const DeviceArg device = c.Device(i++, "device");
-  *next = i;
-  return Args(type, std::move(name), ps, in, out, dtype, std::move(shape), device);
-}
-
-void ReadReduction(const EnqueueCall& c, Py_ssize_t i, EnqueueArgs* a) {
-  a->op = static_cast<ReduceOp>(c.Int32(i, "op"));
-  a->prescale = c.Float(i + 1, "prescale");
-  a->postscale = c.Float(i + 2, "postscale");
 }
 
 std::vector<std::shared_ptr<Work>> Submit(Runtime& rt, std::vector<EnqueueArgs> ops) {

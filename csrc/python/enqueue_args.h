@@ -27,6 +27,7 @@
 #include <Python.h>
 #include <pybind11/pybind11.h>
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -84,6 +85,10 @@ class EnqueueCall {
   EnqueueCall(const char* signature, Py_ssize_t arity, PyObject* const* args, Py_ssize_t nargs,
               Py_ssize_t nkwargs);
 
+  // The readers of one argument. The per-op common case (an exact str,
+  // int or float) is read inline; anything else, and every error, goes to
+  // the general reader in enqueue_args.cc (NOTE [Per-op binding]: calls
+  // are a visible share of a small op).
   std::string Str(Py_ssize_t i, const char* what) const;
   // A Python int that fits a C int (OverflowError otherwise).
   int Int32(Py_ssize_t i, const char* what) const;
@@ -92,7 +97,7 @@ class EnqueueCall {
   // A float, or anything float() takes without parsing (an int, a numpy scalar).
   double Float(Py_ssize_t i, const char* what) const;
   // A sequence of ints (a tuple, a torch.Size, a list, a range, ...).
-  Shape Int64s(Py_ssize_t i, const char* what) const;
+  Shape Int64s(Py_ssize_t i, const char* what) const { return Int64s(args_[i], Label{what}); }
   // An int (-1: CPU) or a DeviceRef; Args applies CheckDevice.
   DeviceArg Device(Py_ssize_t i, const char* what) const;
 
@@ -103,18 +108,80 @@ class EnqueueCall {
   std::vector<Shape> ShapeList(Py_ssize_t i, const char* what) const;
 
  private:
-  [[noreturn]] void Fail(PyObject* type, const std::string& message) const;
-  std::string Str(PyObject* o, const std::string& what) const;
-  int Int32(PyObject* o, const std::string& what) const;
-  uintptr_t Address(PyObject* o, const std::string& what) const;
-  Shape Int64s(PyObject* o, const std::string& what) const;
+  // What a message calls an argument or an element of one ("shape",
+  // "shapes[0][1]"): spelled out only when an error is raised, so reading a
+  // good argument builds no string.
+  struct Label {
+    const char* name;
+    Py_ssize_t index[2] = {-1, -1};
+    Label At(Py_ssize_t k) const;  // element k of what this names
+    std::string Text() const;
+  };
+
+  [[noreturn]] void Fail(PyObject* type, const Label& what, const std::string& message) const;
+  // The general readers.
+  std::string Str(PyObject* o, const Label& what) const;
+  int Int32(PyObject* o, const Label& what) const;
+  uintptr_t Address(PyObject* o, const Label& what) const;
+  double Float(PyObject* o, const Label& what) const;
+  Shape Int64s(PyObject* o, const Label& what) const;
+  DeviceArg Device(PyObject* o, const Label& what) const;
   // The items of the sequence `o` (a new reference holding them alive);
   // TypeError for a non-sequence or a str.
-  pybind11::object Items(PyObject* o, const std::string& what, const char* of) const;
+  pybind11::object Items(PyObject* o, const Label& what, const char* of) const;
 
   const char* signature_;
   PyObject* const* args_;
 };
+
+inline std::string EnqueueCall::Str(Py_ssize_t i, const char* what) const {
+  PyObject* o = args_[i];
+  if (PyUnicode_CheckExact(o)) {
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(o, &n);
+    if (s != nullptr) return std::string(s, static_cast<size_t>(n));
+    PyErr_Clear();  // the general reader raises it again
+  }
+  return Str(o, Label{what});
+}
+
+inline int EnqueueCall::Int32(Py_ssize_t i, const char* what) const {
+  PyObject* o = args_[i];
+  if (PyLong_CheckExact(o)) {
+    int overflow = 0;
+    const long v = PyLong_AsLongAndOverflow(o, &overflow);
+    if (overflow == 0 && v >= INT_MIN && v <= INT_MAX) return static_cast<int>(v);
+  }
+  return Int32(o, Label{what});
+}
+
+inline uintptr_t EnqueueCall::Address(Py_ssize_t i, const char* what) const {
+  PyObject* o = args_[i];
+  if (PyLong_CheckExact(o)) {
+    const unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v != static_cast<unsigned long long>(-1) || !PyErr_Occurred())
+      return static_cast<uintptr_t>(v);
+    PyErr_Clear();  // the general reader raises it again
+  }
+  return Address(o, Label{what});
+}
+
+inline double EnqueueCall::Float(Py_ssize_t i, const char* what) const {
+  PyObject* o = args_[i];
+  if (PyFloat_CheckExact(o)) return PyFloat_AS_DOUBLE(o);
+  return Float(o, Label{what});
+}
+
+inline DeviceArg EnqueueCall::Device(Py_ssize_t i, const char* what) const {
+  PyObject* o = args_[i];
+  if (PyLong_CheckExact(o)) {  // CPU tensors (-1), the per-op common case
+    int overflow = 0;
+    const long v = PyLong_AsLongAndOverflow(o, &overflow);
+    if (overflow == 0 && v >= INT_MIN && v <= INT_MAX)
+      return DeviceArg{static_cast<int>(v), nullptr};
+  }
+  return Device(o, Label{what});
+}
 
 // ---------------------------------------------------------------- submitting
 
@@ -126,9 +193,27 @@ EnqueueArgs Args(RequestType type, std::string name, int ps, uintptr_t in, uintp
 // The leading arguments every single-tensor method takes, (name,
 // process_set, input[, output], dtype, shape, device) from argument 0, read
 // and passed to Args. *next: the index of the argument after them.
-EnqueueArgs ReadTensor(const EnqueueCall& c, RequestType type, bool has_output, Py_ssize_t* next);
+// (Inline: the per-op path.)
+inline EnqueueArgs ReadTensor(const EnqueueCall& c, RequestType type, bool has_output,
+                              Py_ssize_t* next) {
+  Py_ssize_t i = 0;
+  std::string name = c.Str(i++, "name");
+  const int ps = c.Int32(i++, "process_set");
+  const uintptr_t in = c.Address(i++, "input");
+  const uintptr_t out = has_output ? c.Address(i++, "output") : 0;
+  const int dtype = c.Int32(i++, "dtype");
+  Shape shape = c.Int64s(i++, "shape");
+  const DeviceArg device = c.Device(i++, "device");
+  *next = i;
+  return Args(type, std::move(name), ps, in, out, dtype, std::move(shape), device);
+}
+
 // The trailing (op, prescale, postscale) of the reducing ops, from argument i.
-void ReadReduction(const EnqueueCall& c, Py_ssize_t i, EnqueueArgs* a);
+inline void ReadReduction(const EnqueueCall& c, Py_ssize_t i, EnqueueArgs* a) {
+  a->op = static_cast<ReduceOp>(c.Int32(i, "op"));
+  a->prescale = c.Float(i + 1, "prescale");
+  a->postscale = c.Float(i + 2, "postscale");
+}
 
 // Enqueues ops as one group (Runtime::Enqueue); raises the Python exception
 // of a refused enqueue (RaiseStatus).
