@@ -114,7 +114,14 @@ int EnqueueCall::Int32(PyObject* o, const Label& what) const {
 }
 
 uintptr_t EnqueueCall::Address(PyObject* o, const Label& what) const {
-  const unsigned long long v = PyLong_AsUnsignedLongLong(o);
+  // PyLong_AsUnsignedLongLong takes ints only; an integer-like object (a
+  // numpy integer) is converted first, as PyLong_AsLongLong does for Int32.
+  py::object index;
+  if (!PyLong_Check(o) && PyIndex_Check(o)) {
+    index = py::reinterpret_steal<py::object>(PyNumber_Index(o));
+    if (!index) throw py::error_already_set();
+  }
+  const unsigned long long v = PyLong_AsUnsignedLongLong(index ? index.ptr() : o);
   if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
     if (Took(PyExc_TypeError))
       Fail(PyExc_TypeError, what,

@@ -271,6 +271,23 @@ for code in CODES:
         fast, grouped = reduce_both(f"{code}.op{op}", code, (7,), op, 2.0, 0.5)
         check(fast == grouped, f"dtype {code} op {op} scaled: the two paths' results differ")
 
+# Integer-like and float-like objects (numpy scalars) are taken where ints
+# and floats are expected, by both kinds alike.
+x = values(F32, 6)
+outs = [np.zeros_like(x) for _ in range(2)]
+works = [rt.enqueue_allreduce("pa.numpy.fast", np.int32(0), np.uint64(x.ctypes.data),
+                              np.uint64(outs[0].ctypes.data), np.int64(F32), (np.int64(6),), -1,
+                              np.int8(SUM), np.float32(2.0), np.float64(0.5))]
+works += rt.enqueue_grouped_allreduce(["pa.numpy.grouped"], np.int32(0), [np.uint64(x.ctypes.data)],
+                                      [np.uint64(outs[1].ctypes.data)], [np.int64(F32)],
+                                      [(np.int64(6),)], -1, np.int8(SUM), np.float32(2.0),
+                                      np.float64(0.5))
+for w in works:
+    while not w.finish(1.0):
+        pass
+check(outs[0].tobytes() == outs[1].tobytes() and outs[0][0] == sum(r + 1 for r in range(size)),
+      f"numpy scalar arguments: {outs!r}")
+
 # ---------------------------------------------------------------- torch adapter: both paths
 
 TORCH_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
