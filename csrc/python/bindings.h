@@ -12,6 +12,10 @@ namespace python {
 void BindWork(pybind11::module_& m);
 void BindRuntime(pybind11::module_& m);
 void BindSettings(pybind11::module_& m);
+// Add Runtime.enqueue_allreduce (fast_enqueue.cc) and the other ops'
+// Runtime.enqueue_* (enqueue_binding.cc); after BindRuntime.
+void BindFastEnqueue(pybind11::module_& m);
+void BindEnqueue(pybind11::module_& m);
 void BindPlugins(pybind11::module_& m);
 // Adds Runtime.c_api() (csrc/include/horovod_accel/core_api.h); after BindRuntime.
 void BindCoreCApi(pybind11::module_& m);

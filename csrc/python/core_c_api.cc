@@ -13,6 +13,7 @@
 #include "common/runtime.h"
 #include "horovod_accel/core_api.h"
 #include "python/bindings.h"
+#include "python/enqueue_args.h"
 
 namespace py = pybind11;
 
@@ -66,9 +67,9 @@ Status ToArgs(const hvda_core_op& op, EnqueueArgs* a) {
   if (op.name == nullptr) return Status::InvalidArgument("hvda_core_op without a name");
   if (op.done == nullptr)
     return Status::InvalidArgument("hvda_core_op '" + std::string(op.name) + "' without a done callback");
-  if (!IsValidDataType(op.dtype))
-    return Status::InvalidArgument("tensor '" + std::string(op.name) + "': unknown dtype code " +
-                                   std::to_string(op.dtype));
+  Status dtype = CheckDtypeCode(op.dtype);  // the bindings' rule (enqueue_args.h)
+  if (!dtype.ok())
+    return Status::InvalidArgument("tensor '" + std::string(op.name) + "': " + dtype.reason());
   switch (op.type) {
     case HVDA_CORE_ALLREDUCE: a->type = RequestType::kAllreduce; break;
     case HVDA_CORE_ALLGATHER: a->type = RequestType::kAllgather; break;

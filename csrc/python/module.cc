@@ -6,7 +6,6 @@
 #include "common/dtype.h"
 #include "mpi/hvda_mpi_shim.h"
 #include "python/bindings.h"
-#include "python/enqueue_args.h"
 
 namespace py = pybind11;
 
@@ -67,6 +66,7 @@ PYBIND11_MODULE(_core, m) {
   python::BindSettings(m);
   python::BindRuntime(m);
   python::BindFastEnqueue(m);
+  python::BindEnqueue(m);
   python::BindCoreCApi(m);
   python::BindPluginMemory(m);
   python::BindPlugins(m);

@@ -1,4 +1,5 @@
-// Runtime bindings: init/shutdown/topology, enqueue, process sets, timeline.
+// Runtime bindings: init/shutdown/topology, join and barrier, process sets,
+// timeline. The tensor ops' Runtime.enqueue_*: fast_enqueue.cc, enqueue_binding.cc.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -18,33 +19,6 @@ Topology Topo(const Runtime& rt) {
   Status st = rt.GetTopology(&t);
   if (!st.ok()) throw py::value_error(st.reason());
   return t;
-}
-
-template <typename T>
-void SameLength(const std::vector<T>& v, size_t n, const char* what) {
-  if (v.size() != n) throw py::value_error(std::string("grouped op: ") + what + " has the wrong length");
-}
-
-// Grouped allreduce / reducescatter share their argument shape.
-std::vector<std::shared_ptr<Work>> Grouped(Runtime& rt, RequestType type,
-                                           const std::vector<std::string>& names, int ps,
-                                           const std::vector<uintptr_t>& ins,
-                                           const std::vector<uintptr_t>& outs,
-                                           const std::vector<int>& dtypes,
-                                           const std::vector<Shape>& shapes, const py::object& device,
-                                           int op, double pre, double post) {
-  SameLength(ins, names.size(), "inputs");
-  SameLength(dtypes, names.size(), "dtypes");
-  SameLength(shapes, names.size(), "shapes");
-  if (!outs.empty()) SameLength(outs, names.size(), "outputs");
-  std::vector<EnqueueArgs> ops;
-  for (size_t i = 0; i < names.size(); ++i) {
-    ops.push_back(Args(type, names[i], ps, ins[i], outs.empty() ? 0 : outs[i], dtypes[i], shapes[i], device));
-    ops.back().op = static_cast<ReduceOp>(op);
-    ops.back().prescale = pre;
-    ops.back().postscale = post;
-  }
-  return Submit(rt, std::move(ops));
 }
 
 }  // namespace
@@ -101,57 +75,6 @@ void BindRuntime(py::module_& m) {
       .def("cross_size", [](const Runtime& rt) { return Topo(rt).cross_size; })
       .def("is_homogeneous", [](const Runtime& rt) { Topo(rt); return rt.IsHomogeneous(); })
       .def("backends", &Runtime::GlobalBackends)
-      .def("enqueue_grouped_allreduce",
-           [](Runtime& rt, const std::vector<std::string>& names, int ps,
-              const std::vector<uintptr_t>& ins, const std::vector<uintptr_t>& outs,
-              const std::vector<int>& dtypes, const std::vector<Shape>& shapes, py::object device, int op,
-              double pre, double post) {
-             return Grouped(rt, RequestType::kAllreduce, names, ps, ins, outs, dtypes, shapes,
-                            device, op, pre, post);
-           })
-      .def("enqueue_allgather",
-           [](Runtime& rt, std::string name, int ps, uintptr_t in, int dtype, Shape shape,
-              py::object device) {
-             return SubmitOne(rt, Args(RequestType::kAllgather, std::move(name), ps, in, 0, dtype, std::move(shape), device));
-           })
-      .def("enqueue_grouped_allgather",
-           [](Runtime& rt, const std::vector<std::string>& names, int ps,
-              const std::vector<uintptr_t>& ins, const std::vector<int>& dtypes,
-              const std::vector<Shape>& shapes, py::object device) {
-             return Grouped(rt, RequestType::kAllgather, names, ps, ins, {}, dtypes, shapes, device,
-                            static_cast<int>(ReduceOp::kSum), 1.0, 1.0);
-           })
-      .def("enqueue_broadcast",
-           [](Runtime& rt, std::string name, int ps, uintptr_t in, uintptr_t out, int dtype,
-              Shape shape, py::object device, int root) {
-             auto a = Args(RequestType::kBroadcast, std::move(name), ps, in, out, dtype, std::move(shape), device);
-             a.root_rank = root;
-             return SubmitOne(rt, std::move(a));
-           })
-      .def("enqueue_alltoall",
-           [](Runtime& rt, std::string name, int ps, uintptr_t in, int dtype, Shape shape,
-              py::object device, Shape splits) {
-             auto a = Args(RequestType::kAlltoall, std::move(name), ps, in, 0, dtype, std::move(shape), device);
-             a.splits = std::move(splits);
-             return SubmitOne(rt, std::move(a));
-           })
-      .def("enqueue_reducescatter",
-           [](Runtime& rt, std::string name, int ps, uintptr_t in, uintptr_t out, int dtype,
-              Shape shape, py::object device, int op, double pre, double post) {
-             auto a = Args(RequestType::kReducescatter, std::move(name), ps, in, out, dtype, std::move(shape), device);
-             a.op = static_cast<ReduceOp>(op);
-             a.prescale = pre;
-             a.postscale = post;
-             return SubmitOne(rt, std::move(a));
-           })
-      .def("enqueue_grouped_reducescatter",
-           [](Runtime& rt, const std::vector<std::string>& names, int ps,
-              const std::vector<uintptr_t>& ins, const std::vector<uintptr_t>& outs,
-              const std::vector<int>& dtypes, const std::vector<Shape>& shapes, py::object device, int op,
-              double pre, double post) {
-             return Grouped(rt, RequestType::kReducescatter, names, ps, ins, outs, dtypes, shapes,
-                            device, op, pre, post);
-           })
       .def("enqueue_join", [](Runtime& rt, int device) {
         Topo(rt);
         return rt.EnqueueJoin(device);

@@ -10,8 +10,11 @@ The per-op fast path (`submit_allreduce`: one named allreduce whose result
 needs no finish) returns the core `Work` itself as the handle and keeps the
 result (or a `KeepAlive`) beside it in the table: a Handle object, its list
 and its attribute reads were a measurable share of a small op
-(docs/design/core_binding.md, "Work"). Users only pass handles to
-poll()/synchronize(), as upstream's integer handles.
+(docs/design/core_binding.md, "Work"). A Handle answers the two calls
+poll()/synchronize() make on a Work, `is_completed()` and `finish(timeout)`,
+with the same contract, so waiting, name release and error translation are
+written once for both kinds. Users only pass handles to poll()/synchronize(),
+as upstream's integer handles.
 
 Every handle stays in the process's `HandleTable` until `synchronize()`
 collects it, like upstream's `_handle_map`: an op whose handle the user
@@ -42,7 +45,7 @@ _WAIT_SLICE_SECONDS = 1.0
 class Handle:
     """An in-flight op; pass it to `poll()` / `synchronize()`."""
 
-    __slots__ = ("name", "_works", "_keep", "_finish", "_result")
+    __slots__ = ("_finish", "_keep", "_result", "_works", "name")
 
     def __init__(self, name, works, keep, finish, result=None):
         self.name = name
@@ -53,6 +56,34 @@ class Handle:
 
     def __repr__(self):
         return f"<horovod handle {self.name}>"
+
+    def is_completed(self):
+        """Work.is_completed() of the whole op: every Work completed. Never blocks."""
+        return all(w.is_completed() for w in self._works)
+
+    def finish(self, timeout):
+        """Work.finish(timeout) of the whole op: waits up to `timeout` per
+        Work (GIL released); False while one still runs. Once all are done,
+        releases their names, then returns True, or raises the first failed
+        Work's error (a RuntimeError). A failed Work does not end the wait:
+        the others' buffers must stay alive until the core is done with them."""
+        error = None
+        for w in self._works:
+            try:
+                if not w.wait(timeout):
+                    return False
+            except RuntimeError as e:
+                error = error or e
+        for w in self._works:
+            w.release_name()
+        if error is not None:
+            raise error
+        return True
+
+    def result(self):
+        """What synchronize() returns once finish() returned True."""
+        finish = self._finish
+        return self._result if finish is None else finish(self._works)
 
 
 class KeepAlive:
@@ -75,8 +106,8 @@ class HandleTable:
         # number until its enqueue returned, so concurrent threads never draw
         # the same number and a rejected op gives its number back.
         self._naming = threading.Lock()
-        # Handle -> True, or (per-op fast path) core Work -> its result, or a
-        # KeepAlive. Single dict operations are atomic under the GIL, so the
+        # Handle -> itself, or (per-op fast path) core Work -> its result, or
+        # a KeepAlive. Single dict operations are atomic under the GIL, so the
         # per-op path (add, contains, discard) takes no lock. The same dict
         # lives as long as the table (reset() clears it), so the per-op
         # functions below hold it in a module global.
@@ -117,7 +148,7 @@ class HandleTable:
                 key = (op, process_set_id)
                 self._noname[key] = self._noname.get(key, 0) + 1
         handle = Handle(base, works, keep, finish, result)
-        self._pending[handle] = True
+        self._pending[handle] = handle
         return handle
 
     def submit_internal(self, handle_name, enqueue, keep, finish):
@@ -126,7 +157,7 @@ class HandleTable:
         return self.add(Handle(handle_name, _call_enqueue(enqueue), keep, finish))
 
     def add(self, handle):
-        self._pending[handle] = True
+        self._pending[handle] = handle
         return handle
 
     def contains(self, handle):
@@ -187,10 +218,17 @@ def core_names(base, group_size):
 _core_names = core_names
 
 
+# Refusals at enqueue (bad arguments, a name in flight, not initialized; a
+# valid request this build does not offer): the caller's to handle, raised as
+# they are. Any other core error (a RuntimeError) becomes
+# HorovodInternalError, at enqueue as at synchronize().
+_REFUSED = (ValueError, NotImplementedError)
+
+
 def _call_enqueue(enqueue, *args):
     try:
         works = enqueue(*args)
-    except (ValueError, NotImplementedError):  # refused at enqueue: the caller's to handle
+    except _REFUSED:
         raise
     except RuntimeError as e:
         raise HorovodInternalError(str(e)) from e
@@ -217,7 +255,7 @@ def submit_allreduce(op, name, enqueue, process_set_id, input_ptr, output_ptr, d
     try:  # _call_enqueue's error translation, inline: one call less per op
         work = enqueue(f"{op}.{name}", process_set_id, input_ptr, output_ptr, dtype, shape,
                        device, reduce_op, prescale, postscale)
-    except (ValueError, NotImplementedError):
+    except _REFUSED:
         raise
     except RuntimeError as e:
         raise HorovodInternalError(str(e)) from e
@@ -231,9 +269,7 @@ def poll(handle):
     synchronized or was not returned by a Horovod op."""
     if not HANDLES.contains(handle):
         raise ValueError(f"Handle {handle!r} was not created or has been cleared (synchronized).")
-    if handle.__class__ is not Handle:  # a core Work (submit_allreduce)
-        return handle.is_completed()
-    return all(w.is_completed() for w in handle._works)
+    return handle.is_completed()  # a Handle, or a core Work (submit_allreduce)
 
 
 def synchronize(handle):
@@ -256,36 +292,17 @@ def synchronize(handle):
         return None
     if entry is None:
         return None
-    if handle.__class__ is not Handle:
-        # The per-op fast path (submit_allreduce): the handle is the core Work
-        # and entry its result or a KeepAlive; one call waits, checks and
-        # frees the name.
-        try:
-            while not handle.finish(_WAIT_SLICE_SECONDS):
-                pass
-        except RuntimeError as e:
-            raise HorovodInternalError(str(e)) from e
-        except BaseException:
-            pending[handle] = entry
-            raise
-        return entry.result if entry.__class__ is KeepAlive else entry
-    works = handle._works
-    error = None
+    # A Handle, or (the per-op fast path, submit_allreduce) the core Work,
+    # whose entry is its result or a KeepAlive: one call waits, checks and
+    # frees the names.
     try:
-        for w in works:
-            try:
-                while not w.wait(_WAIT_SLICE_SECONDS):
-                    pass
-            except RuntimeError as e:
-                # Keep waiting on the rest: their buffers must stay alive until
-                # the core is done with them.
-                error = error or e
+        while not handle.finish(_WAIT_SLICE_SECONDS):
+            pass
+    except RuntimeError as e:
+        raise HorovodInternalError(str(e)) from e
     except BaseException:
         pending[handle] = entry
         raise
-    for w in works:
-        w.release_name()
-    if error is not None:
-        raise HorovodInternalError(str(error)) from error
-    finish = handle._finish
-    return handle._result if finish is None else finish(handle._works)
+    if entry.__class__ is KeepAlive:
+        return entry.result
+    return handle.result() if entry is handle else entry
