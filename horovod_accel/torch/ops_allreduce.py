@@ -76,8 +76,8 @@ def _allreduce_async(tensor, in_place, name, op, prescale_factor, postscale_fact
         keep, result, finish = (inp, out), out, None
     return submit("allreduce", name, ps_id, rt.enqueue_allreduce, keep=keep, finish=finish,
                   result=result,
-                  args=(ps_id, inp.data_ptr(), out.data_ptr(), dtype, inp.shape, device, int(op),
-                        float(prescale_factor), float(postscale_factor)))
+                  args=(ps_id, inp.data_ptr(), out.data_ptr(), dtype, inp.shape, device, op,
+                        prescale_factor, postscale_factor))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -167,8 +167,8 @@ def _grouped_allreduce_async(tensors, in_place, name, op, prescale_factor, posts
     return submit("grouped_allreduce", name, ps_id,
                   lambda names: rt.enqueue_grouped_allreduce(
                       names, ps_id, [i.data_ptr() for i in inps], [o.data_ptr() for o in outs],
-                      dtypes, [i.shape for i in inps], device, int(op), float(prescale_factor),
-                      float(postscale_factor)),
+                      dtypes, [i.shape for i in inps], device, op, prescale_factor,
+                      postscale_factor),
                   keep=(tensors, inps, outs), finish=finish, group_size=len(tensors),
                   result=result)
 

@@ -123,8 +123,8 @@ def reducescatter_async(tensor, name=None, op=HorovodBasics.Average, process_set
     out = _scattered_output(rt, ps_id, process_set, inp)
     return submit("reducescatter", name, ps_id,
                   lambda core_name: rt.enqueue_reducescatter(core_name, ps_id, inp.data_ptr(), out.data_ptr(),
-                                                   dtype, _t.shape(inp), device, int(op),
-                                                   float(prescale_factor), float(postscale_factor)),
+                                                   dtype, _t.shape(inp), device, op,
+                                                   prescale_factor, postscale_factor),
                   keep=(tensor, inp, out), finish=lambda works: out)
 
 
@@ -199,8 +199,8 @@ def grouped_reducescatter_async(tensors, name=None, op=HorovodBasics.Average,
     return submit("grouped_reducescatter", name, ps_id,
                   lambda names: rt.enqueue_grouped_reducescatter(
                       names, ps_id, [i.data_ptr() for i in inps], [o.data_ptr() for o in outs],
-                      dtypes, [_t.shape(i) for i in inps], device, int(op), float(prescale_factor),
-                      float(postscale_factor)),
+                      dtypes, [_t.shape(i) for i in inps], device, op, prescale_factor,
+                      postscale_factor),
                   keep=(tensors, inps, outs), finish=lambda works: list(outs),
                   group_size=len(tensors))
 

@@ -349,6 +349,11 @@ def torch_both(what, exc_type, fragment, **kwargs):
 
 torch_both("op 42", ValueError, "unknown reduction op 42 for 'allreduce.pt.bad'", name="pt.bad",
            op=42)
+torch_both("op 1.5", TypeError, "op must be an int, not float", name="pt.bad", op=1.5)
+torch_both("prescale 'x'", TypeError, "prescale must be a float, not str", name="pt.bad",
+           op=hvd.Sum, prescale_factor="x")
+torch_both("postscale None", TypeError, "postscale must be a float, not NoneType",
+           name="pt.bad", op=hvd.Sum, postscale_factor=None)
 torch_both("bool tensor", ValueError, "cannot reduce bool tensor 'allreduce.pt.bad'",
            name="pt.bad", op=hvd.Sum, dtype=torch.bool)
 torch_both("unregistered process set", ValueError, "", name="pt.bad", op=hvd.Sum,
