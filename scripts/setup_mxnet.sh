@@ -36,8 +36,9 @@ fi
 echo '*' > .venv-mxnet/.gitignore
 echo "==> installing MXNet 1.9.1 into .venv-mxnet"
 .venv-mxnet/bin/pip install -q --upgrade pip >/dev/null
-# pytest, mock, packaging: for running upstream's test/parallel/test_mxnet*.py there.
-.venv-mxnet/bin/pip install -q "mxnet==1.9.1" "numpy<1.24" cloudpickle pytest mock packaging
+# The package's own requirements (cloudpickle, psutil, pyyaml, packaging; setup.py),
+# and pytest, mock: for running upstream's test/parallel/test_mxnet*.py there.
+.venv-mxnet/bin/pip install -q "mxnet==1.9.1" "numpy<1.24" cloudpickle psutil pyyaml packaging pytest mock
 .venv-mxnet/bin/python -c "import mxnet" || {
   echo "error: mxnet does not import in .venv-mxnet (see above)" >&2; exit 1; }
 

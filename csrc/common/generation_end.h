@@ -1,8 +1,8 @@
 // GenerationEnd: whether this rank's job generation has begun to end, and
 // whether this rank's program has been told so (NOTE [Told of the end]).
 //
-// One per generation: made by Runtime::Init, shared (std::shared_ptr) by the
-// Runtime and every Work of that generation, so a Work that outlives its
+// One per generation: made with the Generation, shared (std::shared_ptr) by
+// it and every Work of that generation, so a Work that outlives its
 // generation only ever speaks of its own. Thread-safe and lock-free: the
 // thread that ends the generation calls Begin; whichever thread delivers a
 // Work's failure calls NoteTold.

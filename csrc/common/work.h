@@ -40,7 +40,7 @@ class HostBuffer {
 class Work;
 
 // Something that can make progress on a Work from the thread about to block
-// on it (NOTE [Inline cycles] in cycle_loop.h: the Runtime runs negotiation
+// on it (NOTE [Inline cycles] in cycle_loop.h: the Generation runs negotiation
 // cycles on the waiting thread instead of handing off to its background
 // thread). Drive returns once the Work completed, the deadline passed, or
 // driving cannot help (the op runs on a device; the job ended); it never
@@ -69,7 +69,7 @@ class Work {
   // make progress.
   bool Wait(double timeout_seconds) const;
   // Set once, at enqueue, before the Work is shared. Weak: a Work may
-  // outlive its Runtime (Python keeps handles after shutdown).
+  // outlive its Generation (Python keeps handles after shutdown).
   void SetDriver(std::weak_ptr<WorkDriver> driver) { driver_ = std::move(driver); }
   // The outcome; meaningful once IsCompleted(). Call it to deliver the
   // outcome to the program (it may tell the generation of its end).
