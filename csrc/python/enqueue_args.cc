@@ -194,46 +194,33 @@ DeviceArg EnqueueCall::Device(PyObject* o, const Label& what) const {
   return d;
 }
 
-std::vector<std::string> EnqueueCall::StrList(Py_ssize_t i, const char* what) const {
+template <typename T>
+std::vector<T> EnqueueCall::ListOf(Py_ssize_t i, const char* what, const char* of,
+                                   T (EnqueueCall::*read)(PyObject*, const Label&) const) const {
   const Label label{what};
-  py::object seq = Items(args_[i], label, "str");
+  py::object seq = Items(args_[i], label, of);
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
   PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
-  std::vector<std::string> out;
+  std::vector<T> out;
   out.reserve(static_cast<size_t>(n));
-  for (Py_ssize_t k = 0; k < n; ++k) out.push_back(Str(items[k], label.At(k)));
+  for (Py_ssize_t k = 0; k < n; ++k) out.push_back((this->*read)(items[k], label.At(k)));
   return out;
+}
+
+std::vector<std::string> EnqueueCall::StrList(Py_ssize_t i, const char* what) const {
+  return ListOf(i, what, "str", &EnqueueCall::Str);
 }
 
 std::vector<int> EnqueueCall::Int32List(Py_ssize_t i, const char* what) const {
-  const Label label{what};
-  py::object seq = Items(args_[i], label, "ints");
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
-  PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
-  std::vector<int> out(static_cast<size_t>(n));
-  for (Py_ssize_t k = 0; k < n; ++k) out[static_cast<size_t>(k)] = Int32(items[k], label.At(k));
-  return out;
+  return ListOf(i, what, "ints", &EnqueueCall::Int32);
 }
 
 std::vector<uintptr_t> EnqueueCall::AddressList(Py_ssize_t i, const char* what) const {
-  const Label label{what};
-  py::object seq = Items(args_[i], label, "ints");
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
-  PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
-  std::vector<uintptr_t> out(static_cast<size_t>(n));
-  for (Py_ssize_t k = 0; k < n; ++k) out[static_cast<size_t>(k)] = Address(items[k], label.At(k));
-  return out;
+  return ListOf(i, what, "ints", &EnqueueCall::Address);
 }
 
 std::vector<Shape> EnqueueCall::ShapeList(Py_ssize_t i, const char* what) const {
-  const Label label{what};
-  py::object seq = Items(args_[i], label, "shapes");
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
-  PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
-  std::vector<Shape> out;
-  out.reserve(static_cast<size_t>(n));
-  for (Py_ssize_t k = 0; k < n; ++k) out.push_back(Int64s(items[k], label.At(k)));
-  return out;
+  return ListOf(i, what, "shapes", &EnqueueCall::Int64s);
 }
 
 // ---------------------------------------------------------------- submitting

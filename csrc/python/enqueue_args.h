@@ -129,6 +129,11 @@ class EnqueueCall {
   // The items of the sequence `o` (a new reference holding them alive);
   // TypeError for a non-sequence or a str.
   pybind11::object Items(PyObject* o, const Label& what, const char* of) const;
+  // Argument i as a sequence (Items) of elements read by `read`, a general
+  // reader above (e.g. &EnqueueCall::Int32).
+  template <typename T>
+  std::vector<T> ListOf(Py_ssize_t i, const char* what, const char* of,
+                        T (EnqueueCall::*read)(PyObject*, const Label&) const) const;
 
   const char* signature_;
   PyObject* const* args_;
