@@ -35,7 +35,7 @@ import dataclasses
 import logging
 import os
 
-from horovod_accel.common import log
+from horovod_accel.common import log, settings
 
 # Variables that size the compute pools, in the order they are documented
 # (docs/settings.md): OpenMP (torch's intra-op pool, MXNet's operators), MKL,
@@ -93,7 +93,7 @@ def describe_share(cpus, local_size):
 
 def parse_setting(environ):
     """HOROVOD_THREADS_PER_RANK -> 'auto', 'off' or a count; ValueError if bad."""
-    raw = environ.get(SETTING, "").strip()
+    raw = settings.read(SETTING, environ).strip()
     value = raw.lower()
     if value in ("", "auto"):
         return "auto"
