@@ -9,7 +9,7 @@ namespace hvda {
 Accelerators::~Accelerators() {
   bound_.reset();
   for (auto& p : plugins_)
-    if (p.lib) p.lib->plugin().finalize();
+    if (p.lib) p.lib->ops().finalize();
 }
 
 void Accelerators::Load(const std::vector<std::string>& paths) {
@@ -24,7 +24,7 @@ void Accelerators::Load(const std::vector<std::string>& paths) {
     Status st = PluginLibrary::Open(path, &lib);
     if (st.ok()) {
       p.device_type = lib->device_type();
-      hvda_status s = lib->plugin().init(&host_.api);
+      hvda_status s = lib->ops().init(&host_.api);
       if (s != HVDA_OK) st = lib->Error(s, std::string("device plugin '") + lib->plugin().name + "' init");
     }
     if (st.ok()) {
@@ -47,7 +47,7 @@ std::string Accelerators::Known() const {
 
 Status Accelerators::BindLocked(const Plugin& p, int index) {
   int count = 0;
-  hvda_status s = p.lib->device().device_count(&count);
+  hvda_status s = p.lib->ops().device.device_count(&count);
   if (s != HVDA_OK) return p.lib->Error(s, "device_count");
   if (index < 0 || index >= count)
     return Status::InvalidArgument("tensor is on " + p.device_type + ":" + std::to_string(index) +
@@ -100,7 +100,7 @@ std::shared_ptr<PluginDevice> Accelerators::device(int local_rank, std::string* 
   for (const auto& p : plugins_) {
     if (!p.lib) continue;
     int count = 0;
-    if (p.lib->device().device_count(&count) != HVDA_OK || count <= 0) continue;
+    if (p.lib->ops().device.device_count(&count) != HVDA_OK || count <= 0) continue;
     Status st = BindLocked(p, local_rank % count);
     if (st.ok()) return bound_;
     *why = st.reason();

@@ -42,7 +42,7 @@ std::chrono::milliseconds StartTimeout(const Settings& s) {
 }  // namespace
 
 Generation::Generation(const JobSpec& job, const Process& process)
-    : job_(job), process_(process), accel_(process.accel), log_(process.log) {}
+    : job_(job), registry_(process.registry), accel_(process.accel), log_(process.log) {}
 
 Generation::~Generation() { Stop(); }
 
@@ -50,7 +50,6 @@ Status Generation::Start(const JobSpec& job, const Options& options, const Proce
                          std::shared_ptr<Generation>* out) {
   // Shared from the start: the CycleLoop's driver holds it weakly.
   std::shared_ptr<Generation> g(new Generation(job, process));
-  g->stopped_ = true;  // nothing to stop until the background thread runs
   std::vector<std::vector<int>> checked_sets;
   int affinity_core = -1;
   HVDA_RETURN_IF_ERROR(g->CheckJob(&checked_sets, &affinity_core, options));
@@ -76,36 +75,30 @@ Status Generation::Start(const JobSpec& job, const Options& options, const Proce
 Status Generation::CheckJob(std::vector<std::vector<int>>* checked_sets, int* affinity_core,
                             const Options& options) {
   HVDA_RETURN_IF_ERROR(CheckGpuOperations(job_.settings));
-  topo_.rank = job_.rank;
-  topo_.size = job_.size;
-  topo_.local_rank = job_.local_rank;
-  topo_.local_size = job_.local_size;
-  topo_.cross_rank = job_.cross_rank;
-  topo_.cross_size = job_.cross_size;
-  if (topo_.size < 1 || topo_.rank < 0 || topo_.rank >= topo_.size)
+  if (job_.topo.size < 1 || job_.topo.rank < 0 || job_.topo.rank >= job_.topo.size)
     return Status::InvalidArgument(std::string(setting_env::rank) + "=" +
-                                   std::to_string(topo_.rank) + " and " + setting_env::size +
-                                   "=" + std::to_string(topo_.size) +
+                                   std::to_string(job_.topo.rank) + " and " + setting_env::size +
+                                   "=" + std::to_string(job_.topo.size) +
                                    " are inconsistent; start the job with horovodrun.");
-  HVDA_RETURN_IF_ERROR(CheckStaticProcessSets(options.static_sets, topo_.size, checked_sets));
+  HVDA_RETURN_IF_ERROR(CheckStaticProcessSets(options.static_sets, job_.topo.size, checked_sets));
   HVDA_RETURN_IF_ERROR(
-      AffinityCoreFor(job_.settings.thread_affinity, topo_.local_rank, affinity_core));
+      AffinityCoreFor(job_.settings.thread_affinity, job_.topo.local_rank, affinity_core));
   dynamic_sets_ = options.dynamic_sets || job_.settings.dynamic_process_sets;
   // The controller and backends named are checked here, so every rank fails
   // alike.
-  return BackendSelection::Create(process_.registry, job_, &selection_);
+  return BackendSelection::Create(registry_, job_, &selection_);
 }
 
 Status Generation::ConnectStore() {
   if (!job_.store_addr.empty() && job_.store_port > 0)
     return ConnectTcpStore(job_.store_addr, job_.store_port, job_.secret,
                            StartTimeout(job_.settings), &store_);
-  if (topo_.size == 1) {
+  if (job_.topo.size == 1) {
     store_ = std::make_unique<MemoryStore>();
     return Status::OK();
   }
   return Status::InvalidArgument(
-      std::string(setting_env::size) + "=" + std::to_string(topo_.size) +
+      std::string(setting_env::size) + "=" + std::to_string(job_.topo.size) +
       " but no rendezvous store is set (" + setting_env::store_addr + "/PORT). Start "
       "multi-process jobs with horovodrun, e.g. `horovodrun -np 2 python train.py`.");
 }
@@ -116,10 +109,10 @@ Status Generation::Rendezvous() {
   // (an elastic round's ranks are numbered by the launcher: nothing to explain).
   if (job_.elastic_round <= 0)
     HVDA_RETURN_IF_ERROR(
-        store_->Set("latest_init/" + std::to_string(topo_.rank), std::to_string(number_)));
-  HVDA_RETURN_IF_ERROR(store_->Set(g + "host/" + std::to_string(topo_.rank), ThisHost()));
-  hosts_.resize(topo_.size);
-  for (int r = 0; r < topo_.size; ++r) {
+        store_->Set("latest_init/" + std::to_string(job_.topo.rank), std::to_string(number_)));
+  HVDA_RETURN_IF_ERROR(store_->Set(g + "host/" + std::to_string(job_.topo.rank), ThisHost()));
+  hosts_.resize(job_.topo.size);
+  for (int r = 0; r < job_.topo.size; ++r) {
     Status st =
         store_->Get(g + "host/" + std::to_string(r), &hosts_[r], StartTimeout(job_.settings));
     if (st.ok()) continue;
@@ -133,9 +126,9 @@ Status Generation::Rendezvous() {
 std::string Generation::GenerationSkew() {
   std::string out;
   if (job_.elastic_round > 0) return out;
-  for (int r = 0; r < topo_.size; ++r) {
+  for (int r = 0; r < job_.topo.size; ++r) {
     std::string theirs;
-    if (r == topo_.rank ||
+    if (r == job_.topo.rank ||
         !store_->Get("latest_init/" + std::to_string(r), &theirs, std::chrono::milliseconds(0))
              .ok() ||
         theirs == std::to_string(number_))
@@ -152,7 +145,7 @@ std::string Generation::GenerationSkew() {
 Status Generation::StartTimelineFromSettings() {
   const std::string& tl = job_.settings.timeline;
   timeline_allowed_ = !tl.empty();
-  if (!tl.empty() && tl != "DYNAMIC" && topo_.rank == 0) {
+  if (!tl.empty() && tl != "DYNAMIC" && job_.topo.rank == 0) {
     std::string err;
     if (!timeline_.Start(tl, job_.settings.timeline_mark_cycles, &err))
       return Status::InvalidArgument(err + " (" + setting_env::timeline + ")");
@@ -165,17 +158,17 @@ void Generation::MakeTunables() {
   // The autotune log's hierarchical columns: what the registered backends
   // use on the whole job (not tuned; the devices' registrations decide).
   CommunicatorSpec whole;
-  whole.size = topo_.size;
+  whole.size = job_.topo.size;
   whole.hosts = hosts_;
   const HierarchyUse hierarchy = selection_.Hierarchy(whole, job_.settings);
   autotune.hierarchical_allreduce = hierarchy.allreduce;
   autotune.hierarchical_allgather = hierarchy.allgather;
-  tunables_ = std::make_shared<ParameterManager>(autotune, topo_.rank == 0, log_);
+  tunables_ = std::make_shared<ParameterManager>(autotune, job_.topo.rank == 0, log_);
 }
 
 Status Generation::CreateSets(const std::vector<std::vector<int>>& checked_sets) {
-  std::vector<int> all(topo_.size);
-  for (int r = 0; r < topo_.size; ++r) all[r] = r;
+  std::vector<int> all(job_.topo.size);
+  for (int r = 0; r < job_.topo.size; ++r) all[r] = r;
   std::map<int, std::unique_ptr<ProcessSetState>> sets;
   std::unique_ptr<ProcessSetState> global;
   if (Status st = CreateProcessSet(0, all, &global); !st.ok())
@@ -199,7 +192,7 @@ Status Generation::StartCycles(int affinity_core) {
   // Every Work handed out points to this generation's driver, which keeps
   // this generation alive while it drives (weakly otherwise).
   Status pinned = cycles_.Start(cycle_options, weak_from_this());
-  stopped_ = false;
+  running_ = true;
   if (!pinned.ok()) log_->Log(LogLevel::kWarning, pinned.reason());
   return Status::OK();
 }
@@ -222,11 +215,11 @@ bool Generation::IsHomogeneous() const {
 Status Generation::CreateProcessSet(int id, std::vector<int> ranks,
                                     std::unique_ptr<ProcessSetState>* out) {
   std::sort(ranks.begin(), ranks.end());
-  HVDA_RETURN_IF_ERROR(CheckSetRanks(ranks, topo_.size, ""));
+  HVDA_RETURN_IF_ERROR(CheckSetRanks(ranks, job_.topo.size, ""));
   auto ps = std::make_unique<ProcessSetState>();
   ps->id = id;
   ps->ranks = ranks;
-  ps->set_rank = ps->SetRankOf(topo_.rank);
+  ps->set_rank = ps->SetRankOf(job_.topo.rank);
   if (ps->member()) {
     CommunicatorSpec spec;
     spec.store = store_.get();
@@ -251,7 +244,7 @@ Status Generation::CreateProcessSet(int id, std::vector<int> ranks,
       log_->Log(LogLevel::kDebug, "process set " + std::to_string(id) + ": CPU backends " + names +
                                       "; negotiation over " + planes.negotiation);
     }
-    Timeline* tl = topo_.rank == 0 ? &timeline_ : nullptr;
+    Timeline* tl = job_.topo.rank == 0 ? &timeline_ : nullptr;
     ps->executor = std::make_unique<Executor>(cpu_device_.get(), std::move(planes.backends), tl);
     HVDA_RETURN_IF_ERROR(ps->executor->status());
     const Settings& s = job_.settings;
@@ -274,7 +267,7 @@ Status Generation::CreateProcessSet(int id, std::vector<int> ranks,
 Status Generation::DeviceExecutor(ProcessSetState* ps, Executor** out) {
   if (!ps->device_executor) {
     std::string why;
-    std::shared_ptr<PluginDevice> device = accel_->device(topo_.local_rank, &why);
+    std::shared_ptr<PluginDevice> device = accel_->device(job_.topo.local_rank, &why);
     if (!device)
       return Status::Precondition("process set " + std::to_string(ps->id) + " runs an accelerator "
                                   "collective, but this rank has no accelerator: " + why);
@@ -284,7 +277,7 @@ Status Generation::DeviceExecutor(ProcessSetState* ps, Executor** out) {
     HVDA_RETURN_IF_ERROR(selection_.CreateDeviceBackend(DeviceKind::kPlugin, spec, &backend));
     std::vector<std::unique_ptr<CollectiveBackend>> backends;
     backends.push_back(std::move(backend));
-    Timeline* tl = topo_.rank == 0 ? &timeline_ : nullptr;
+    Timeline* tl = job_.topo.rank == 0 ? &timeline_ : nullptr;
     auto ex = std::make_unique<Executor>(device.get(), std::move(backends), tl);
     HVDA_RETURN_IF_ERROR(ex->status());
     ex->set_output_device(device);
@@ -296,8 +289,8 @@ Status Generation::DeviceExecutor(ProcessSetState* ps, Executor** out) {
 }
 
 void Generation::Stop() {
-  if (stopped_) return;
-  stopped_ = true;
+  if (!running_) return;
+  running_ = false;
   cycles_.Stop();  // the shutdown cycle, collectively with the other ranks
   {
     std::lock_guard<std::mutex> lock(sets_mu_);
@@ -315,7 +308,7 @@ Status Generation::StartTimeline(const std::string& path, bool mark_cycles) {
     return Status::InvalidArgument("Set " + std::string(setting_env::timeline) +
                                    "=DYNAMIC (or a file name) before hvd.init() to use "
                                    "start_timeline().");
-  if (topo_.rank != 0) return Status::OK();
+  if (job_.topo.rank != 0) return Status::OK();
   std::string err;
   if (!timeline_.Start(path, mark_cycles, &err)) return Status::InvalidArgument(err);
   return Status::OK();

@@ -43,11 +43,6 @@
 
 namespace hvda {
 
-// Who this rank is in the job (JobSpec's identity, checked).
-struct Topology {
-  int rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
-};
-
 class Generation : public std::enable_shared_from_this<Generation>, private CycleHost {
  public:
   // What a generation borrows from its Runtime: they live for the process.
@@ -89,7 +84,7 @@ class Generation : public std::enable_shared_from_this<Generation>, private Cycl
   // its ops, completed after the end began, was delivered to it (NOTE [Told
   // of the end] in generation_end.h).
   bool EndTold();
-  const Topology& topology() const { return topo_; }
+  const Topology& topology() const { return job_.topo; }
   bool IsHomogeneous() const;
 
   // See Runtime for these.
@@ -102,6 +97,7 @@ class Generation : public std::enable_shared_from_this<Generation>, private Cycl
   Status RemoveProcessSet(int id, bool* removed);
   std::vector<int> ProcessSetIds();
   Status ProcessSetRanks(int id, std::vector<int>* ranks);
+  Status ProcessSetRank(int id, int* set_rank);
   Status StartTimeline(const std::string& path, bool mark_cycles);
   Status StopTimeline();
   std::vector<std::string> GlobalBackends();
@@ -147,15 +143,15 @@ class Generation : public std::enable_shared_from_this<Generation>, private Cycl
   void FailEverything(const Status& st);
 
   const JobSpec job_;
-  const Process process_;
-  Accelerators* const accel_;  // process_.accel
-  const Logger* const log_;    // process_.log
+  // Borrowed from the Runtime (Process): they outlive this generation.
+  const Registry* const registry_;
+  Accelerators* const accel_;
+  const Logger* const log_;
   BackendSelection selection_;
-  Topology topo_;
   // Shared-memory domain of every global rank (ThisHost in generation.cc).
   std::vector<std::string> hosts_;
   // This generation's number among the init() calls of this process
-  // (*process_.inits when it was counted).
+  // (Process::inits once it was counted).
   int number_ = 0;
   // Prefix of this generation's store keys and shm segment names:
   // "g<number_>/", or "e<round>/" in an elastic job, where the launcher
@@ -183,7 +179,7 @@ class Generation : public std::enable_shared_from_this<Generation>, private Cycl
   // when the cycle ends, see HandleProcessSetResponse).
   std::vector<std::unique_ptr<ProcessSetState>> retired_sets_;
 
-  bool stopped_ = false;  // Stop() ran (Start/Stop thread only)
+  bool running_ = false;  // the background thread runs (Start/Stop thread only)
   // This generation's end, shared with its Works (NOTE [Told of the end]).
   // Begun, under failure_mu_, before failure_ or ending_ is set.
   std::shared_ptr<GenerationEnd> end_ = std::make_shared<GenerationEnd>();

@@ -86,7 +86,7 @@ Status Generation::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t
                                      " is not registered (was it removed?).");
     ProcessSetState* ps = it->second.get();
     if (!ps->member())
-      return Status::InvalidArgument("rank " + std::to_string(topo_.rank) +
+      return Status::InvalidArgument("rank " + std::to_string(job_.topo.rank) +
                                      " is not a member of process set " + std::to_string(id) +
                                      "; only its member ranks may run collectives on it.");
     for (size_t i = 0; i < n; ++i)

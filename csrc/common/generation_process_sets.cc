@@ -25,10 +25,10 @@ Status Generation::AddProcessSet(std::vector<int> ranks, int* id) {
                                        ShapeString(std::vector<int64_t>(ranks.begin(), ranks.end())) +
                                        " already exists (id " + std::to_string(kv.first) + ").");
   }
-  if (ranks.empty() || ranks.front() < 0 || ranks.back() >= topo_.size ||
+  if (ranks.empty() || ranks.front() < 0 || ranks.back() >= job_.topo.size ||
       std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end())
     return Status::InvalidArgument("process set ranks must be distinct and in [0, " +
-                                   std::to_string(topo_.size) + ").");
+                                   std::to_string(job_.topo.size) + ").");
   EnqueueArgs a;
   a.type = RequestType::kAddProcessSet;
   a.name = "__add_process_set." + std::to_string(set_ops_seq_++);
@@ -128,6 +128,15 @@ Status Generation::ProcessSetRanks(int id, std::vector<int>* ranks) {
   if (it == sets_.end())
     return Status::InvalidArgument("process set " + std::to_string(id) + " is not registered.");
   *ranks = it->second->ranks;
+  return Status::OK();
+}
+
+Status Generation::ProcessSetRank(int id, int* set_rank) {
+  std::lock_guard<std::mutex> lock(sets_mu_);
+  auto it = sets_.find(id);
+  if (it == sets_.end())
+    return Status::InvalidArgument("process set " + std::to_string(id) + " is not registered.");
+  *set_rank = it->second->set_rank;
   return Status::OK();
 }
 

@@ -15,8 +15,13 @@
 
 namespace hvda {
 
-struct JobSpec {
+// Who this rank is in the job.
+struct Topology {
   int rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
+};
+
+struct JobSpec {
+  Topology topo;
   // The rendezvous store (horovodrun's, or rank 0's under the MPI bootstrap);
   // empty / -1: none, which only a job of size 1 may lack (it uses an
   // in-memory store).

@@ -27,7 +27,7 @@ Status Runtime::Initialized(std::shared_ptr<Generation>* out) const {
 Status Runtime::Init(const JobSpec& job, const std::vector<std::vector<int>>& static_sets,
                      bool dynamic, const std::vector<std::string>& plugin_paths) {
   if (Current()) return Status::OK();
-  log_ = Logger(ParseLogLevel(job.settings.log_level), job.settings.log_hide_time, job.rank);
+  log_ = Logger(ParseLogLevel(job.settings.log_level), job.settings.log_hide_time, job.topo.rank);
   Generation::Options options;
   options.static_sets = static_sets;
   options.dynamic_sets = dynamic;
@@ -124,6 +124,12 @@ Status Runtime::ProcessSetRanks(int id, std::vector<int>* ranks) {
   std::shared_ptr<Generation> g;
   HVDA_RETURN_IF_ERROR(Initialized(&g));
   return g->ProcessSetRanks(id, ranks);
+}
+
+Status Runtime::ProcessSetRank(int id, int* set_rank) {
+  std::shared_ptr<Generation> g;
+  HVDA_RETURN_IF_ERROR(Initialized(&g));
+  return g->ProcessSetRank(id, set_rank);
 }
 
 Status Runtime::StartTimeline(const std::string& path, bool mark_cycles) {

@@ -79,6 +79,8 @@ class Runtime {
   Status RemoveProcessSet(int id, bool* removed);
   std::vector<int> ProcessSetIds();
   Status ProcessSetRanks(int id, std::vector<int>* ranks);
+  // This rank's index in set `id`'s ranks; -1 when it is not a member.
+  Status ProcessSetRank(int id, int* set_rank);
 
   Status StartTimeline(const std::string& path, bool mark_cycles);
   Status StopTimeline();

@@ -180,15 +180,13 @@ int32_t SetRanks(hvda_core_runtime* rt, int32_t id, std::vector<int>* ranks) {
 }
 
 int32_t SetRank(hvda_core_runtime* rt, int32_t id, int32_t* rank) {
-  std::vector<int> ranks;
-  int32_t rc = SetRanks(rt, id, &ranks);
-  if (rc != HVDA_CORE_OK) return rc;
-  hvda::Topology t;
-  Status st = AsRuntime(rt)->GetTopology(&t);
+  Runtime* r = AsRuntime(rt);
+  if (r == nullptr)
+    return Fail(StatusCode::kInvalidArgument, "Horovod has not been initialized; call hvd.init() first.");
+  int set_rank = -1;
+  Status st = r->ProcessSetRank(id, &set_rank);
   if (!st.ok()) return Fail(st);
-  *rank = -1;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    if (ranks[i] == t.rank) *rank = static_cast<int32_t>(i);
+  *rank = set_rank;
   return HVDA_CORE_OK;
 }
 

@@ -16,9 +16,14 @@ namespace {
 
 Topology Topo(const Runtime& rt) {
   Topology t;
-  Status st = rt.GetTopology(&t);
-  if (!st.ok()) throw py::value_error(st.reason());
+  Check(rt.GetTopology(&t));
   return t;
+}
+
+int SetRank(Runtime& rt, int id) {
+  int set_rank = -1;
+  Check(rt.ProcessSetRank(id, &set_rank));
+  return set_rank;
 }
 
 }  // namespace
@@ -114,29 +119,14 @@ void BindRuntime(py::module_& m) {
              Check(rt.ProcessSetRanks(id, &ranks));
              return ranks;
            })
-      .def("process_set_rank",
-           [](Runtime& rt, int id) {
-             std::vector<int> ranks;
-             Check(rt.ProcessSetRanks(id, &ranks));
-             for (size_t i = 0; i < ranks.size(); ++i)
-               if (ranks[i] == Topo(rt).rank) return static_cast<int>(i);
-             return -1;
-           })
+      .def("process_set_rank", &SetRank)
       .def("process_set_size",
            [](Runtime& rt, int id) {
              std::vector<int> ranks;
              Check(rt.ProcessSetRanks(id, &ranks));
              return static_cast<int>(ranks.size());
            })
-      .def("process_set_included",
-           [](Runtime& rt, int id) {
-             std::vector<int> ranks;
-             Check(rt.ProcessSetRanks(id, &ranks));
-             const int me = Topo(rt).rank;
-             for (int r : ranks)
-               if (r == me) return true;
-             return false;
-           })
+      .def("process_set_included", [](Runtime& rt, int id) { return SetRank(rt, id) >= 0; })
       .def("start_timeline",
            [](Runtime& rt, const std::string& path, bool mark) { Check(rt.StartTimeline(path, mark)); },
            py::arg("path"), py::arg("mark_cycles") = false)

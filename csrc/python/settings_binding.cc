@@ -30,6 +30,7 @@ py::list SettingsTableRows() {
   for (const auto& s : SettingsTable()) {
     py::dict row;
     row["name"] = s.env;
+    row["field"] = s.field;
     row["scope"] = s.scope == SettingScope::kJob    ? "job"
                    : s.scope == SettingScope::kCore ? "core"
                                                     : "python";
@@ -62,11 +63,18 @@ py::object ParseSettingValue(const std::string& name, const std::string& text) {
   return py::str(v.s);
 }
 
+// JobSpec.<field> for a field of its Topology, as Python sees it.
+template <int Topology::*Field>
+struct TopoField {
+  static int Get(const JobSpec& j) { return j.topo.*Field; }
+  static void Set(JobSpec& j, int v) { j.topo.*Field = v; }
+};
+
 }  // namespace
 
 void BindSettings(py::module_& m) {
   m.def("settings_table", &SettingsTableRows,
-        "Every setting of the one table: dicts of name, scope (job: set by the launcher and "
+        "Every setting of the one table: dicts of name, field, scope (job: set by the launcher and "
         "passed in a JobSpec; core: read by init(); python: read by the Python package), type, "
         "default, range, upstream, doc.");
   m.def("parse_setting", &ParseSettingValue, py::arg("name"), py::arg("text"),
@@ -76,12 +84,16 @@ void BindSettings(py::module_& m) {
                       "Who this rank is in the job and how it reaches its peers "
                       "(common/job_spec.h); init() fills it (horovod_accel/common/job.py).")
       .def(py::init<>())
-      .def_readwrite("rank", &JobSpec::rank)
-      .def_readwrite("size", &JobSpec::size)
-      .def_readwrite("local_rank", &JobSpec::local_rank)
-      .def_readwrite("local_size", &JobSpec::local_size)
-      .def_readwrite("cross_rank", &JobSpec::cross_rank)
-      .def_readwrite("cross_size", &JobSpec::cross_size)
+      .def_property("rank", TopoField<&Topology::rank>::Get, TopoField<&Topology::rank>::Set)
+      .def_property("size", TopoField<&Topology::size>::Get, TopoField<&Topology::size>::Set)
+      .def_property("local_rank", TopoField<&Topology::local_rank>::Get,
+                    TopoField<&Topology::local_rank>::Set)
+      .def_property("local_size", TopoField<&Topology::local_size>::Get,
+                    TopoField<&Topology::local_size>::Set)
+      .def_property("cross_rank", TopoField<&Topology::cross_rank>::Get,
+                    TopoField<&Topology::cross_rank>::Set)
+      .def_property("cross_size", TopoField<&Topology::cross_size>::Get,
+                    TopoField<&Topology::cross_size>::Set)
       .def_readwrite("store_addr", &JobSpec::store_addr)
       .def_readwrite("store_port", &JobSpec::store_port)
       .def_readwrite("secret", &JobSpec::secret)

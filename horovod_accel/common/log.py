@@ -41,6 +41,7 @@ LEVEL_VARIABLE = "HOROVOD_LOG_LEVEL"
 HIDE_TIME_VARIABLE = "HOROVOD_LOG_HIDE_TIME"
 
 TRACE = 5  # below logging.DEBUG, as the core's TRACE is below its DEBUG
+logging.addLevelName(TRACE, "TRACE")
 _LEVELS = {"TRACE": TRACE, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
            "WARNING": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
 

@@ -267,24 +267,30 @@ def _store_address(root, same_host, rank):
     addr = StoreClient.first_reachable(root["addrs"], root["port"], timeout=2.0)
     if addr is not None:
         return addr
+    if root.get("addrs_error"):
+        raise MpiError(f"rank {rank} cannot reach the rendezvous store of rank 0 (host "
+                       f"{root['host']}): on rank 0, {root['addrs_error']}")
     raise MpiError(f"rank {rank} cannot reach the rendezvous store of rank 0 (host "
                    f"{root['host']}, port {root['port']}) at any of its addresses "
                    f"{root['addrs']}; set HOROVOD_GLOO_IFACE to the interface the hosts share.")
 
 
 def _root_addresses():
-    iface = os.environ.get("HOROVOD_GLOO_IFACE")
+    """(rank 0's addresses for the other hosts, why there are none or "").
+    Runs on rank 0 before the broadcast the others wait in, so it must not
+    raise: an interface that does not exist here, or has no IPv4 address,
+    gives no address, and the other hosts' ranks fail with the reason
+    (_store_address)."""
+    iface = settings.read("HOROVOD_GLOO_IFACE")
     if iface:
-        # Runs on rank 0 before the broadcast the others wait in, so it must
-        # not raise: an interface that does not exist here, or has no IPv4
-        # address, gives no address and the other hosts' ranks fail naming
-        # HOROVOD_GLOO_IFACE (_store_address).
         try:
             ip = network.interface_ipv4(iface)
-        except ValueError:
-            ip = None
-        return [ip] if ip else []
-    return [a for a in network.local_addresses() if not a.startswith("127.")]
+        except ValueError as e:
+            return [], f"HOROVOD_GLOO_IFACE={iface}: {e}"
+        if not ip:
+            return [], f"HOROVOD_GLOO_IFACE={iface} has no IPv4 address"
+        return [ip], ""
+    return [a for a in network.local_addresses() if not a.startswith("127.")], ""
 
 
 _STORES = []  # the rendezvous store servers this process hosts, alive until exit
@@ -319,8 +325,10 @@ def bootstrap(comm=None):
         server = RendezvousStoreServer(secret, host="0.0.0.0")
         port = server.start()
         _STORES.append(server)
+        addrs, addrs_error = _root_addresses()
         payload = json.dumps({"host": socket.gethostname(), "port": port, "secret": secret,
-                              "addrs": _root_addresses(), "world_id": world_id}).encode()
+                              "addrs": addrs, "addrs_error": addrs_error,
+                              "world_id": world_id}).encode()
     root = json.loads(mpi.bcast_bytes(payload, 0, handle).decode())
     local = mpi.split_shared(handle)
     try:

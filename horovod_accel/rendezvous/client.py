@@ -54,9 +54,15 @@ class StoreClient:
             raise StoreError("HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT are not set; was this process "
                              "started by horovodrun?")
         from horovod_accel.common import settings  # noqa: PLC0415 (loads the core)
+        secret = settings.read("_HOROVOD_SECRET_KEY")
+        if not secret:
+            raise StoreError("_HOROVOD_SECRET_KEY is not set, so the store at "
+                             f"{host}:{port} would refuse this process; only the ranks horovodrun "
+                             "starts get the job's secret (under mpirun, hvd.init() keeps it "
+                             "to itself).")
         if timeout is None:
             timeout = settings.read("HOROVOD_START_TIMEOUT")
-        return cls(host, port, settings.read("_HOROVOD_SECRET_KEY"), timeout)
+        return cls(host, port, secret, timeout)
 
     @staticmethod
     def first_reachable(hosts, port, timeout=2.0):

@@ -125,12 +125,27 @@ def test_this_machines_ipv4_answers_are_the_kernels():
 def test_mpi_root_addresses_follow_gloo_iface(fake_interfaces, monkeypatch):
     """Under mpirun rank 0 sends its store addresses before the others can
     fail, so a HOROVOD_GLOO_IFACE that does not exist (or has no IPv4 address)
-    gives no address instead of raising (the other hosts' ranks then fail
-    naming HOROVOD_GLOO_IFACE)."""
+    gives no address instead of raising, with the reason the other hosts'
+    ranks then fail with (naming HOROVOD_GLOO_IFACE and what is wrong)."""
     from horovod_accel.common import mpi
-    for iface, expected in ((LONG, ["192.168.7.9"]), ("ib0", []), ("v6only", [])):
+    for iface, expected, why in ((LONG, ["192.168.7.9"], ""), ("ib0", [], "ib0"),
+                                 ("v6only", [], "has no IPv4 address")):
         monkeypatch.setenv("HOROVOD_GLOO_IFACE", iface)
-        assert mpi._root_addresses() == expected, iface
+        addrs, error = mpi._root_addresses()
+        assert addrs == expected, iface
+        assert (why in error and error.startswith(f"HOROVOD_GLOO_IFACE={iface}")) if why \
+            else error == "", (iface, error)
     monkeypatch.delenv("HOROVOD_GLOO_IFACE")
-    unset = set(mpi._root_addresses())  # every local address but loopback's
-    assert {"10.1.2.3", "10.1.2.4", "192.168.7.9"} <= unset and "127.0.0.1" not in unset
+    unset, error = mpi._root_addresses()  # every local address but loopback's
+    assert {"10.1.2.3", "10.1.2.4", "192.168.7.9"} <= set(unset) and "127.0.0.1" not in unset
+    assert error == ""
+
+
+def test_mpi_store_address_gives_rank_0s_reason(monkeypatch):
+    """A rank on another host that gets no address from rank 0 fails with
+    rank 0's reason, not a generic 'set HOROVOD_GLOO_IFACE'."""
+    from horovod_accel.common import mpi
+    root = {"host": "h0", "port": 1234, "addrs": [],
+            "addrs_error": "HOROVOD_GLOO_IFACE=ib0: no interface 'ib0' on this host"}
+    with pytest.raises(mpi.MpiError, match="on rank 0, HOROVOD_GLOO_IFACE=ib0: no interface"):
+        mpi._store_address(root, False, 3)

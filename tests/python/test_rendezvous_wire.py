@@ -191,13 +191,18 @@ class RecordingStore:
         self.answers = answers
         self.frames = []
         self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(10)  # a client that never connects ends the thread
         self.port = self._listener.getsockname()[1]
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
     def _serve(self):
         by_code = {code: name for name, (code, _, _) in SPEC["requests"].items()}
-        conn, _ = self._listener.accept()
+        try:
+            conn, _ = self._listener.accept()
+        except OSError:  # timed out, or closed
+            return
+        conn.settimeout(10)
         with conn:
             while raw := read_raw_frame(conn):
                 self.frames.append(raw)
@@ -207,7 +212,8 @@ class RecordingStore:
 
     def close(self):
         self._listener.close()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=15)
+        assert not self._thread.is_alive(), "the fake store's thread did not end"
 
 
 def test_client_sends_the_tables_frames():

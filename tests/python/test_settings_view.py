@@ -59,10 +59,11 @@ def test_unknown_names_are_refused():
 
 
 def test_every_launcher_setting_reaches_the_job_spec():
-    passed = set(job._FIELDS.values())
+    from horovod_accel import _core
+    fields = _core.JobSpec()
     for row in settings.table():
         if row["scope"] == "job" and row["name"] != "HOROVOD_HOSTNAME":  # the core never needs it
-            assert row["name"] in passed, f"{row['name']} is set by launchers but not passed"
+            assert hasattr(fields, row["field"]), f"{row['name']} is set by launchers but not passed"
     spec = job.job_spec({"HOROVOD_RANK": "1", "HOROVOD_SIZE": "3", "HOROVOD_LOCAL_SIZE": "2",
                          "HOROVOD_GLOO_RENDEZVOUS_ADDR": "10.0.0.1",
                          "HOROVOD_GLOO_RENDEZVOUS_PORT": "1234", "_HOROVOD_SECRET_KEY": "s",
@@ -111,5 +112,6 @@ def test_init_talks_to_the_core_without_the_environment():
             "               and k.startswith(('HOROVOD', '_HOROVOD')))\n"
             "assert added == [], added\n"
             "hvd.shutdown()\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       check=False)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -28,7 +28,8 @@ namespace hvda {
 std::string AdaptPlugin(const hvda_plugin_v1& plugin, PluginOps* ops);
 
 // "1.0": the ABI version the plugin says it was built against, for reports
-// (--check-build). Only for a plugin that AdaptPlugin accepted.
+// (--check-build, and AdaptPlugin's wrong-major message). Only for a plugin
+// whose table passed AdaptPlugin's struct_size check.
 std::string PluginAbiVersion(const hvda_plugin_v1& plugin);
 
 }  // namespace hvda

@@ -29,7 +29,7 @@ class PluginBackend : public CollectiveBackend {
   // publishes it in spec.store under spec.prefix; every rank then joins the
   // communicator through PluginCollectiveOps::comm_init (blocks up to
   // spec.timeout_seconds; the operation timeout passed is
-  // HOROVOD_ACCEL_TIMEOUT_SECONDS from spec.config, 0 without a config), and
+  // HOROVOD_ACCEL_TIMEOUT_SECONDS from spec.job's settings, 0 without a job), and
   // rank 0 then releases the id whatever the outcome. device: borrowed,
   // outlives the backend (scratch memory for composed collectives); its
   // drain limit is set (NOTE [Bounded teardown] in plugin_device.h).

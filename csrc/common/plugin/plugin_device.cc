@@ -42,11 +42,7 @@ hvda_event_t EventHandle(Event* event) { return static_cast<PluginEvent*>(event)
 }  // namespace
 
 PluginDevice::PluginDevice(std::shared_ptr<PluginLibrary> lib, int device_index)
-    : lib_(std::move(lib)), ops_(&lib_->ops().device), index_(device_index) {
-  // The loader accepted null kernels only with host-accessible memory.
-  host_scale_ = ops_->memory_host_accessible && ops_->scale == nullptr;
-  host_reduce_ = ops_->memory_host_accessible && ops_->reduce_into == nullptr;
-}
+    : lib_(std::move(lib)), ops_(&lib_->ops().device), index_(device_index) {}
 
 std::string PluginDevice::name() const {
   return std::string(lib_->plugin().name) + ":" + std::to_string(index_);
@@ -190,7 +186,7 @@ Status PluginDevice::StreamWaitEvent(Stream* s, Event* e) {
 // result (memory_host_accessible's contract in plugin.h).
 Status PluginDevice::Scale(void* buf, int64_t count, DataType dtype, double factor, Stream* s) {
   if (count == 0) return Status::OK();
-  if (!host_scale_)
+  if (!HostScale())
     return Check(ops_->scale(buf, count, AbiDataType(dtype), factor, Handle(s)), "scale");
   HVDA_RETURN_IF_ERROR(SynchronizeStream(s));
   kernels::Scale(buf, count, dtype, factor);
@@ -199,7 +195,7 @@ Status PluginDevice::Scale(void* buf, int64_t count, DataType dtype, double fact
 Status PluginDevice::ReduceInto(void* dst, const void* src, int64_t count, DataType dtype,
                                 ReduceOp op, Stream* s) {
   if (count == 0) return Status::OK();
-  if (!host_reduce_)
+  if (!HostReduce())
     return Check(
         ops_->reduce_into(dst, src, count, AbiDataType(dtype), AbiReduceOp(op), Handle(s)),
         "reduce_into");

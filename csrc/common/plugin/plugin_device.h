@@ -70,9 +70,9 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   double drain_limit() const { return drain_limit_seconds_.load(); }
   // Whether the core runs scale / reduce_into with its host kernels: the
   // plugin does not offer them (PluginDeviceOps; the loader allows that only
-  // with memory_host_accessible).
-  bool HostScale() const { return host_scale_; }
-  bool HostReduce() const { return host_reduce_; }
+  // with memory_host_accessible: MissingRequiredEntries).
+  bool HostScale() const { return ops_->scale == nullptr; }
+  bool HostReduce() const { return ops_->reduce_into == nullptr; }
 
  private:
   Status Check(hvda_status s, const char* what) const;
@@ -109,7 +109,6 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   std::shared_ptr<PluginLibrary> lib_;
   const PluginDeviceOps* ops_;  // lib_'s table
   int index_;
-  bool host_scale_ = false, host_reduce_ = false;
   std::atomic<double> drain_limit_seconds_{0.0};
   // After lib_: destroyed (through the plugin) while the library is loaded.
   std::mutex spare_mu_;

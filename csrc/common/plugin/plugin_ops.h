@@ -78,8 +78,9 @@ struct PluginCollectiveOps {
 
   decltype(hvda_ccl_ops_v1::unique_id_size) unique_id_size = nullptr;
   decltype(hvda_ccl_ops_v1::get_unique_id) get_unique_id = nullptr;
-  // Required of every plugin (plugin.h); the core creates communicators
-  // through comm_init, which calls this where the plugin has nothing newer.
+  // Required of every plugin (plugin.h), so checked at load; the core never
+  // calls it here: it creates communicators through comm_init, which calls
+  // this where the plugin has nothing newer.
   decltype(hvda_ccl_ops_v1::comm_init_rank) comm_init_rank = nullptr;
   decltype(hvda_ccl_ops_v1::comm_destroy) comm_destroy = nullptr;
   decltype(hvda_ccl_ops_v1::comm_abort) comm_abort = nullptr;
@@ -108,8 +109,8 @@ struct PluginCollectiveOps {
                                              hvda_comm_t* comm)>;
   CommInit comm_init;
   // The plugin call comm_init makes ("comm_init_rank_config" or
-  // "comm_init_rank"), for messages. Static storage.
-  const char* comm_init_name = "comm_init_rank";
+  // "comm_init_rank"), for messages; set by the adapters. Static storage.
+  const char* comm_init_name = nullptr;
   // Releases what get_unique_id acquired for an id (plugin.h,
   // unique_id_release): the plugin's call, or nothing where it has none
   // (its ids hold no resources). Its status is not reported: a release

@@ -37,11 +37,11 @@ bool ParseBool(const std::string& v) {
 
 const std::vector<SettingInfo>& SettingsTable() {
 #define HVDA_SETTING_ROW_JOB(field, kind, env, def, lo, hi, up, doc) \
-  {env, SettingScope::kJob, HVDA_SETTING_KIND_##kind, def, lo, hi, up, doc},
+  {#field, env, SettingScope::kJob, HVDA_SETTING_KIND_##kind, def, lo, hi, up, doc},
 #define HVDA_SETTING_ROW_CORE(field, kind, env, def, lo, hi, up, doc) \
-  {env, SettingScope::kCore, HVDA_SETTING_KIND_##kind, def, lo, hi, up, doc},
+  {#field, env, SettingScope::kCore, HVDA_SETTING_KIND_##kind, def, lo, hi, up, doc},
 #define HVDA_SETTING_ROW_PYTHON(field, kind, env, def, lo, hi, up, doc) \
-  {env, SettingScope::kPython, HVDA_SETTING_KIND_##kind, def, lo, hi, up, doc},
+  {#field, env, SettingScope::kPython, HVDA_SETTING_KIND_##kind, def, lo, hi, up, doc},
   static const std::vector<SettingInfo> kTable = {
       HVDA_JOB_SETTINGS(HVDA_SETTING_ROW_JOB) HVDA_CORE_SETTINGS(HVDA_SETTING_ROW_CORE)
           HVDA_PYTHON_SETTINGS(HVDA_SETTING_ROW_PYTHON)};

@@ -24,6 +24,7 @@ enum class SettingScope { kJob, kCore, kPython };  // HVDA_{JOB,CORE,PYTHON}_SET
 
 // One row of the table.
 struct SettingInfo {
+  const char* field;  // the X-macro's field name (Settings' member; JobSpec's for job rows)
   const char* env;
   SettingScope scope;
   SettingKind kind;
