@@ -106,6 +106,17 @@ class _Registry:
             ps._invalidate()
             self._sets = [p for p in self._sets if p is not ps]
 
+    def find(self, process_set_id):
+        """The registered ProcessSet with this id; ValueError if none is."""
+        if process_set_id == 0:
+            return global_process_set
+        with self._lock:
+            for ps in self._sets:
+                if ps.process_set_id == process_set_id:
+                    return ps
+        raise ValueError(f"No process set with id {process_set_id} is registered (it was removed, "
+                         f"or hvd.shutdown()/init() ran since the op was traced).")
+
     def invalidate_all(self):
         with self._lock:
             for ps in self._sets:
@@ -115,6 +126,12 @@ class _Registry:
 
 
 _REGISTRY = _Registry()
+
+
+def process_set_by_id(process_set_id):
+    """The registered ProcessSet whose id is `process_set_id` (for ops that
+    carry the id, e.g. the torch custom ops a compiled graph calls)."""
+    return _REGISTRY.find(process_set_id)
 
 
 def _check_process_set_list(process_sets):

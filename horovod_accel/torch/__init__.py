@@ -20,6 +20,7 @@ from horovod_accel.torch.mpi_ops import (
     mpi_enabled, mpi_threads_supported, nccl_built, poll, rank, reducescatter, reducescatter_async,
     remove_process_set, rocm_built, shutdown, size, sparse_allreduce_async, start_timeline,
     stop_timeline, synchronize)
+from horovod_accel.torch import custom_ops  # noqa: F401,E402 -- torch.ops.horovod, for torch.compile
 from horovod_accel.torch.optimizer import DistributedOptimizer
 from horovod_accel.torch.sync_batch_norm import SyncBatchNorm
 from horovod_accel.torch import elastic  # noqa: E402 -- `hvd.elastic`, as upstream

@@ -18,7 +18,9 @@ from horovod_accel.common.process_sets import (ProcessSet, add_process_set, glob
 from horovod_accel.common.process_sets import registered_id
 from horovod_accel.torch.compression import Compression
 from horovod_accel.common.handles import HANDLES as _HANDLES
-from horovod_accel.common.handles import poll, submit_internal as _submit, synchronize
+from horovod_accel.common.handles import submit_internal as _submit
+from horovod_accel.torch import traced as _traced
+from horovod_accel.torch.handles import poll, synchronize
 from horovod_accel.torch.ops_allreduce import (allreduce, allreduce_, allreduce_async,
                                                allreduce_async_, grouped_allreduce,
                                                grouped_allreduce_, grouped_allreduce_async,
@@ -29,6 +31,14 @@ from horovod_accel.torch.ops_alltoall import (alltoall, alltoall_async, grouped_
 from horovod_accel.torch.ops_gather import (allgather, allgather_async, broadcast, broadcast_,
                                             broadcast_async, broadcast_async_, grouped_allgather,
                                             grouped_allgather_async, sparse_allreduce_async)
+
+# The job's topology, traced by torch.compile as constants (traced.py).
+rank = _traced.constant_per_job(_basic_names.rank)
+size = _traced.constant_per_job(_basic_names.size)
+local_rank = _traced.constant_per_job(_basic_names.local_rank)
+local_size = _traced.constant_per_job(_basic_names.local_size)
+cross_rank = _traced.constant_per_job(_basic_names.cross_rank)
+cross_size = _traced.constant_per_job(_basic_names.cross_size)
 
 # ---------------------------------------------------------------- join / barrier
 

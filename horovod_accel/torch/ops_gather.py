@@ -11,7 +11,9 @@ from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.process_sets import global_process_set
 from horovod_accel.common.process_sets import registered_id
 from horovod_accel.torch import tensors as _t
-from horovod_accel.common.handles import submit, submit_internal, synchronize
+from horovod_accel.common.handles import submit, submit_internal
+from horovod_accel.torch import traced as _traced
+from horovod_accel.torch.handles import synchronize
 from horovod_accel.torch.ops_allreduce import allreduce, grouped_allreduce
 
 
@@ -23,6 +25,8 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating `tensor` from every rank of `process_set` along
     dim 0 (dim 0 may differ per rank; other dims must match). Returns a
     handle; synchronize(handle) returns the new tensor."""
+    if torch.compiler.is_compiling():
+        return _traced.allgather_async(tensor, name, process_set)
     ps_id = registered_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
     dtype, device = _t.dtype_code(tensor), _t.device_id(tensor)
@@ -33,12 +37,21 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
                   keep=(tensor, inp), finish=lambda works: _gathered(works[0], inp))
 
 
-def _own_rows(grad, process_set, dims_per_rank):
-    """The rows of `grad` (concatenated per rank) that belong to this rank,
-    given a [set size, k] int tensor of every rank's dim 0 (k tensors)."""
-    r = process_set.rank()
-    offsets = dims_per_rank[:r].sum(dim=0)
-    return offsets, dims_per_rank[r]
+def allgather_grads(grads, dims, process_set):
+    """The gradients of an allgather (of one tensor, or a group) w.r.t. its
+    inputs: each output gradient averaged over the set, then the rows that
+    came from this rank. dims: this rank's dim 0 of each input. Shared by the
+    eager Functions and the compiled op (custom_ops.allgather_backward)."""
+    if len(grads) == 1:
+        reduced = [allreduce(grads[0], op=HorovodBasics.Average, process_set=process_set)]
+    else:
+        reduced = grouped_allreduce(list(grads), op=HorovodBasics.Average,
+                                    process_set=process_set)
+    # Every rank's dim 0 of every input, [set size, len(dims)]; this rank's
+    # rows start after the lower ranks'.
+    every_dims = allgather(torch.tensor([list(dims)], dtype=torch.int64), process_set=process_set)
+    offsets = every_dims[:process_set.rank()].sum(dim=0)
+    return [g.narrow(0, int(o), d) for g, o, d in zip(reduced, offsets, dims)]
 
 
 class HorovodAllgather(torch.autograd.Function):
@@ -53,20 +66,21 @@ class HorovodAllgather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad_reduced = allreduce(grad_output, op=HorovodBasics.Average, process_set=ctx.process_set)
-        dims = allgather(torch.tensor([[ctx.dim]], dtype=torch.int64), process_set=ctx.process_set)
-        offsets, _ = _own_rows(grad_reduced, ctx.process_set, dims)
-        return grad_reduced.narrow(0, int(offsets[0]), ctx.dim), None, None
+        return allgather_grads([grad_output], [ctx.dim], ctx.process_set)[0], None, None
 
 
 def allgather(tensor, name=None, process_set=global_process_set):
     """Blocking allgather returning a new tensor. Differentiable."""
+    if torch.compiler.is_compiling():
+        return _traced.allgather(tensor, name, process_set)
     return HorovodAllgather.apply(tensor, name, process_set)
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """Starts allgathering a list of tensors as one group (tensor i is named
     '<base>_<i+1>of<n>'). synchronize() returns the list of new tensors."""
+    if torch.compiler.is_compiling():
+        return _traced.grouped_allgather_async(tensors, name, process_set)
     tensors = list(tensors)
     ps_id = registered_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
@@ -96,16 +110,13 @@ class HorovodGroupedAllgather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        reduced = grouped_allreduce(list(grad_outputs), op=HorovodBasics.Average,
-                                    process_set=ctx.process_set)
-        dims = allgather(torch.tensor([ctx.dims], dtype=torch.int64), process_set=ctx.process_set)
-        offsets, _ = _own_rows(None, ctx.process_set, dims)
-        grads = [g.narrow(0, int(o), d) for g, o, d in zip(reduced, offsets, ctx.dims)]
-        return (None, None, *grads)
+        return (None, None, *allgather_grads(grad_outputs, ctx.dims, ctx.process_set))
 
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
     """Blocking grouped allgather returning a list of new tensors. Differentiable."""
+    if torch.compiler.is_compiling():
+        return _traced.grouped_allgather(tensors, name, process_set)
     tensors = list(tensors)
     if not tensors:
         return []
@@ -130,11 +141,15 @@ def _broadcast_async(tensor, in_place, root_rank, name, process_set):
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     """Starts broadcasting `tensor` from global rank `root_rank` into a new
     tensor (input unchanged). Returns a handle."""
+    if torch.compiler.is_compiling():
+        return _traced.broadcast_async(tensor, False, root_rank, name, process_set)
     return _broadcast_async(tensor, False, root_rank, name, process_set)
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     """In-place broadcast_async: non-root ranks receive into `tensor`."""
+    if torch.compiler.is_compiling():
+        return _traced.broadcast_async(tensor, True, root_rank, name, process_set)
     return _broadcast_async(tensor, True, root_rank, name, process_set)
 
 
@@ -164,6 +179,8 @@ class HorovodBroadcast(torch.autograd.Function):
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """Blocking broadcast from global rank `root_rank`, returning a new tensor.
     Differentiable."""
+    if torch.compiler.is_compiling():
+        return _traced.broadcast(tensor, root_rank, name, process_set)
     return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
 
 
