@@ -8,6 +8,9 @@ global mean), so autograd yields exactly the gradient of the full-batch
 normalization: each rank's input gradient includes the other ranks'
 contributions through the statistics.
 
+Under torch.compile the two allreduces are graph nodes (custom_ops.py), so
+a compiled model with SyncBatchNorm layers has no graph break there.
+
 Collective: in training mode (or without running stats) every rank must run
 forward and backward the same number of times and in the same order.
 """
@@ -16,6 +19,8 @@ import torch.nn.functional as F
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from horovod_accel.torch.mpi_ops import Sum, allreduce, size
+
+_EMPTY_BATCH = "SyncBatchNorm got an empty global batch (no samples on any rank)."
 
 
 class SyncBatchNorm(_BatchNorm):
@@ -66,8 +71,12 @@ class SyncBatchNorm(_BatchNorm):
                                    device=input.device)
         sums = allreduce(torch.cat([x.sum(dim=dims), local_count]), op=Sum)
         count = sums[-1].detach()  # a constant: no gradient flows through the count
-        if float(count) == 0:
-            raise ValueError("SyncBatchNorm got an empty global batch (no samples on any rank).")
+        compiling = torch.compiler.is_compiling()
+        if compiling:
+            # Traced: the check runs in the graph (no data-dependent branch).
+            torch._assert_async(count > 0, _EMPTY_BATCH)
+        elif float(count) == 0:
+            raise ValueError(_EMPTY_BATCH)
         mean = sums[:channels] / count
         centered = x - mean.view(bshape)
         var = allreduce((centered * centered).sum(dim=dims), op=Sum) / count
@@ -76,8 +85,11 @@ class SyncBatchNorm(_BatchNorm):
             y = y * self.weight.view(bshape) + self.bias.view(bshape)
         if self.training and self.track_running_stats:
             with torch.no_grad():
-                n = float(count)
-                unbiased = var.detach() * (n / (n - 1) if n > 1 else 1.0)
+                if compiling:
+                    unbiased = var.detach() * torch.where(count > 1, count / (count - 1), 1.0)
+                else:
+                    n = float(count)
+                    unbiased = var.detach() * (n / (n - 1) if n > 1 else 1.0)
                 self.running_mean.mul_(1 - factor).add_(mean.detach().to(self.running_mean.dtype),
                                                         alpha=factor)
                 self.running_var.mul_(1 - factor).add_(unbiased.to(self.running_var.dtype),

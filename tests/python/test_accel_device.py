@@ -43,7 +43,8 @@ def _run(wrapper, np_, device_type, timeout=600, **env):
 def test_emulated_gcu_ops_and_training(np_):
     out = _run("emulated_gcu.sh", np_, "gcu")
     for name in ("allreduce_sum_average_and_scales", "inplace_grouped_and_async",
-                 "allgather_broadcast_alltoall_reducescatter", "training_matches_cpu"):
+                 "allgather_broadcast_alltoall_reducescatter", "training_matches_cpu",
+                 "compiled_collectives_match_eager"):
         assert f"PASS {name}" in out
 
 

@@ -34,6 +34,14 @@ def test_torch_script(script, np_):
     assert_all_ranks_ok(r, np_)
 
 
+@pytest.mark.parametrize("np_", [1, 2, 3])
+def test_compiled_ops(np_):
+    # torch.compile traces every collective (torch_scripts/compiled_ops.py).
+    # The longer timeout covers inductor compiling C++ on a cold cache.
+    r = horovodrun_script(np_, SCRIPTS / "compiled_ops.py", timeout=400)
+    assert_all_ranks_ok(r, np_)
+
+
 def test_reduce_ops_without_response_cache_or_fusion():
     # The same results with every negotiation on the slow path and no fusion.
     r = run_job(2, SCRIPTS / "reduce_ops.py", HOROVOD_CACHE_CAPACITY=0, HOROVOD_FUSION_THRESHOLD=0)
