@@ -189,7 +189,11 @@ setup(
     # psutil and rely on Horovod to bring it).
     install_requires=["cloudpickle", "psutil", "pyyaml", "packaging"],
     extras_require=EXTRAS,
-    entry_points={"console_scripts": ["horovodrun = horovod_accel.runner.launch:run_commandline"]},
+    entry_points={
+        "console_scripts": ["horovodrun = horovod_accel.runner.launch:run_commandline"],
+        # torch.compile(model, backend="horovod"): found by torch without an import.
+        "torch_dynamo_backends": ["horovod = horovod_accel.torch.compile_backend:horovod"],
+    },
     options=options,
     zip_safe=False,
 )
