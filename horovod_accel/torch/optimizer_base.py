@@ -11,6 +11,7 @@ import weakref
 import torch
 
 from horovod_accel.common import optimizer_args as _args
+from horovod_accel.torch.functions import canonical_name, duplicate_names
 
 # torch >= 2.1 has a hook that fires after the gradient is accumulated into
 # p.grad; older versions hook the AccumulateGrad node (upstream's way).
@@ -45,7 +46,10 @@ def wrap(optimizer, mixin):
 
 
 def parameter_names(param_groups, named_parameters):
-    """dict parameter -> unique name; upstream's validation and messages."""
+    """dict parameter -> unique name; upstream's validation and messages.
+    Names lose the `_orig_mod.` component of a torch.compile'd model
+    (functions.canonical_name), so compiled and uncompiled replicas submit
+    their gradients under the same names."""
     if named_parameters is None:
         return {p: f"allreduce.noname.{i}.{j}"
                 for i, group in enumerate(param_groups) for j, p in enumerate(group["params"])}
@@ -53,12 +57,12 @@ def parameter_names(param_groups, named_parameters):
     if any(not isinstance(p, tuple) for p in named_parameters):
         raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
                          "usually produced by model.named_parameters().")
-    seen, dups = set(), set()
-    for name, _ in named_parameters:
-        (dups if name in seen else seen).add(name)
+    originals = [name for name, _ in named_parameters]
+    named_parameters = [(canonical_name(name), p) for name, p in named_parameters]
+    dups = duplicate_names(originals, [name for name, _ in named_parameters])
     if dups:
-        raise ValueError("Parameter names in named_parameters must be unique. "
-                         "Found duplicates: %s" % ", ".join(sorted(dups)))
+        raise ValueError(f"Parameter names in named_parameters must be unique. "
+                         f"Found duplicates: {dups}")
     names = {p: name for name, p in named_parameters}
     unnamed = [p for group in param_groups for p in group["params"] if p not in names]
     if unnamed:
