@@ -16,6 +16,8 @@ from horovod_accel.torch.functions import canonical_name, duplicate_names
 # torch >= 2.1 has a hook that fires after the gradient is accumulated into
 # p.grad; older versions hook the AccumulateGrad node (upstream's way).
 _HAS_POST_ACCUMULATE_HOOK = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
+# torch >= 2.3; older versions have no compiled autograd to trace the hooks.
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 
 ERR_TOO_MANY_PASSES = (
     "Gradients were computed more than backward_passes_per_step times before call to step(). "
@@ -71,16 +73,33 @@ def parameter_names(param_groups, named_parameters):
     return names
 
 
+def _grad_ready(ref, p):
+    opt = ref()
+    if opt is not None:
+        opt._hvd_grad_ready(p)
+
+
 def register_hooks(optimizer, params):
     """Hooks every parameter's gradient accumulation. The hooks hold the
     optimizer weakly and are removed when it is garbage collected, so a
-    discarded DistributedOptimizer stops reducing."""
+    discarded DistributedOptimizer stops reducing.
+
+    Under compiled autograd (torch._dynamo.config.compiled_autograd) Dynamo
+    traces the hooks into its backward graph. Traced, the hook's body could
+    read p.grad before the graph had materialized it (seen on torch 2.13:
+    None for some parameters from the second step on, so DistributedOptimizer
+    reduced zeros in their place) and would graph-break at every core call
+    anyway, so it runs outside Dynamo, as a torch.compiler.disable'd call: one
+    graph break per hook, gradients reduced as in eager. Without compiled
+    autograd the engine calls the hooks outside Dynamo (after each compiled
+    graph's backward) and the body is called directly."""
     ref = weakref.ref(optimizer)
 
     def on_grad_ready(p):
-        opt = ref()
-        if opt is not None:
-            opt._hvd_grad_ready(p)
+        if _is_compiling():
+            torch.compiler.disable(_grad_ready)(ref, p)
+        else:
+            _grad_ready(ref, p)
 
     keep = []
     for p in params:
