@@ -17,6 +17,39 @@ from horovod_accel.torch.mpi_ops import (allgather, broadcast_, broadcast_async_
                                          synchronize)
 
 
+# torch.compile(model) returns a wrapper (OptimizedModule) holding the model as
+# its `_orig_mod` submodule, so its state_dict() and named_parameters() names
+# carry this component (`_orig_mod.fc.weight`; `block._orig_mod.fc.weight` for
+# a compiled submodule).
+_COMPILED_MODULE_COMPONENT = "_orig_mod"
+
+
+def canonical_name(name):
+    """`name` (of a parameter, buffer or state_dict entry) without the
+    `_orig_mod` components torch.compile's wrapper adds, so a compiled and an
+    uncompiled replica of a model give the core the same tensor names (ranks
+    are matched by name). Non-string names are returned unchanged."""
+    if not isinstance(name, str) or _COMPILED_MODULE_COMPONENT not in name:
+        return name
+    return ".".join(part for part in name.split(".") if part != _COMPILED_MODULE_COMPONENT)
+
+
+def duplicate_names(originals, canonical):
+    """The sorted names occurring more than once in `canonical` (the
+    canonical_name() of each of `originals`), with a note when dropping
+    `_orig_mod` made them collide: '' if there are none."""
+    seen, dups = set(), set()
+    for name in canonical:
+        (dups if name in seen else seen).add(name)
+    if not dups:
+        return ""
+    text = ", ".join(sorted(map(str, dups)))
+    if any(isinstance(n, str) and _COMPILED_MODULE_COMPONENT in n.split(".") for n in originals):
+        text += (f" (names are compared without torch.compile's '{_COMPILED_MODULE_COMPONENT}.' "
+                 f"component: pass either the compiled model's names or the plain model's)")
+    return text
+
+
 def broadcast_parameters(params, root_rank, process_set=global_process_set):
     """Overwrites `params` on every rank with the values of `root_rank`, in place.
 
@@ -24,19 +57,30 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
     sorted name order, names become the core tensor names), or an iterable of
     (name, tensor) pairs (`model.named_parameters()`) or of bare tensors
     (`model.parameters()`, unnamed). All tensors are broadcast asynchronously,
-    then waited for.
+    then waited for. Names are taken without the `_orig_mod.` component of a
+    torch.compile'd model (canonical_name()), so ranks agree whether or not
+    they compiled theirs; names must be unique (ValueError).
     """
     if isinstance(params, dict):
-        items = sorted(params.items())
+        originals = list(params)
+        items = [(canonical_name(name), p) for name, p in params.items()]
     elif isinstance(params, (str, bytes)) or not hasattr(params, "__iter__"):
         raise ValueError(f"broadcast_parameters takes a dict (state_dict()) or a list of (name, "
                          f"tensor) pairs (named_parameters()), got {type(params).__name__}.")
     else:
         items = [p if isinstance(p, tuple) else (None, p) for p in params]
+        originals = [name for name, _ in items if name is not None]
+        items = [(canonical_name(name), p) for name, p in items]
     for name, p in items:  # validate everything before submitting anything
         if not isinstance(p, torch.Tensor):
             raise ValueError(f"broadcast_parameters: entry {name!r} is a {type(p).__name__}, not a "
                              f"torch.Tensor.")
+    dups = duplicate_names(originals, [name for name, _ in items if name is not None])
+    if dups:
+        raise ValueError(f"broadcast_parameters: tensor names must be unique. Found duplicates: "
+                         f"{dups}")
+    if isinstance(params, dict):
+        items.sort(key=lambda item: item[0])
     handles = [broadcast_async_(p, root_rank, name, process_set=process_set) for name, p in items]
     for handle in handles:
         synchronize(handle)
@@ -157,7 +201,9 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     state everywhere; unlike upstream, no fake zero-gradient step is taken,
     so parameters and step counts are left untouched. As upstream, if this
     rank's optimizer has no state yet, every parameter that requires a
-    gradient is left with a zero `.grad` (replacing any it had).
+    gradient is left with a zero `.grad` (replacing any it had). Each rank
+    keeps its own `param_names` (torch >= 2.6 optimizers built from named
+    parameters), e.g. with or without a torch.compile'd model's `_orig_mod.`.
 
     model: accepted for upstream compatibility; not needed.
     """
@@ -194,4 +240,19 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     if not is_root:
         state_dict = _map_structure(
             structure, lambda x: tensors[x.index] if isinstance(x, _TensorSlot) else x)
+        _keep_own_param_names(optimizer, state_dict)
         optimizer.load_state_dict(state_dict)
+
+
+def _keep_own_param_names(optimizer, state_dict):
+    """An optimizer built from named parameters (torch >= 2.6) keeps their
+    names per param group ('param_names'), and load_state_dict() would adopt
+    the root's. They label this rank's own parameters (the root's carry
+    '_orig_mod.' where only the root compiled its model), so each rank keeps
+    its own names, or none."""
+    for group, loaded in zip(optimizer.param_groups, state_dict.get("param_groups", ()),
+                             strict=False):    # unequal lengths: load_state_dict() says so
+        if "param_names" in group:
+            loaded["param_names"] = list(group["param_names"])
+        else:
+            loaded.pop("param_names", None)

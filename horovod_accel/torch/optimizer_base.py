@@ -11,10 +11,13 @@ import weakref
 import torch
 
 from horovod_accel.common import optimizer_args as _args
+from horovod_accel.torch.functions import canonical_name, duplicate_names
 
 # torch >= 2.1 has a hook that fires after the gradient is accumulated into
 # p.grad; older versions hook the AccumulateGrad node (upstream's way).
 _HAS_POST_ACCUMULATE_HOOK = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
+# torch >= 2.3; older versions have no compiled autograd to trace the hooks.
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 
 ERR_TOO_MANY_PASSES = (
     "Gradients were computed more than backward_passes_per_step times before call to step(). "
@@ -45,7 +48,10 @@ def wrap(optimizer, mixin):
 
 
 def parameter_names(param_groups, named_parameters):
-    """dict parameter -> unique name; upstream's validation and messages."""
+    """dict parameter -> unique name; upstream's validation and messages.
+    Names lose the `_orig_mod.` component of a torch.compile'd model
+    (functions.canonical_name), so compiled and uncompiled replicas submit
+    their gradients under the same names."""
     if named_parameters is None:
         return {p: f"allreduce.noname.{i}.{j}"
                 for i, group in enumerate(param_groups) for j, p in enumerate(group["params"])}
@@ -53,12 +59,12 @@ def parameter_names(param_groups, named_parameters):
     if any(not isinstance(p, tuple) for p in named_parameters):
         raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
                          "usually produced by model.named_parameters().")
-    seen, dups = set(), set()
-    for name, _ in named_parameters:
-        (dups if name in seen else seen).add(name)
+    originals = [name for name, _ in named_parameters]
+    named_parameters = [(canonical_name(name), p) for name, p in named_parameters]
+    dups = duplicate_names(originals, [name for name, _ in named_parameters])
     if dups:
-        raise ValueError("Parameter names in named_parameters must be unique. "
-                         "Found duplicates: %s" % ", ".join(sorted(dups)))
+        raise ValueError(f"Parameter names in named_parameters must be unique. "
+                         f"Found duplicates: {dups}")
     names = {p: name for name, p in named_parameters}
     unnamed = [p for group in param_groups for p in group["params"] if p not in names]
     if unnamed:
@@ -67,16 +73,33 @@ def parameter_names(param_groups, named_parameters):
     return names
 
 
+def _grad_ready(ref, p):
+    opt = ref()
+    if opt is not None:
+        opt._hvd_grad_ready(p)
+
+
 def register_hooks(optimizer, params):
     """Hooks every parameter's gradient accumulation. The hooks hold the
     optimizer weakly and are removed when it is garbage collected, so a
-    discarded DistributedOptimizer stops reducing."""
+    discarded DistributedOptimizer stops reducing.
+
+    Under compiled autograd (torch._dynamo.config.compiled_autograd) Dynamo
+    traces the hooks into its backward graph. Traced, the hook's body could
+    read p.grad before the graph had materialized it (seen on torch 2.13:
+    None for some parameters from the second step on, so DistributedOptimizer
+    reduced zeros in their place) and would graph-break at every core call
+    anyway, so it runs outside Dynamo, as a torch.compiler.disable'd call: one
+    graph break per hook, gradients reduced as in eager. Without compiled
+    autograd the engine calls the hooks outside Dynamo (after each compiled
+    graph's backward) and the body is called directly."""
     ref = weakref.ref(optimizer)
 
     def on_grad_ready(p):
-        opt = ref()
-        if opt is not None:
-            opt._hvd_grad_ready(p)
+        if _is_compiling():
+            torch.compiler.disable(_grad_ready)(ref, p)
+        else:
+            _grad_ready(ref, p)
 
     keep = []
     for p in params:
