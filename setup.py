@@ -192,7 +192,7 @@ setup(
     entry_points={
         "console_scripts": ["horovodrun = horovod_accel.runner.launch:run_commandline"],
         # torch.compile(model, backend="horovod"): found by torch without an import.
-        "torch_dynamo_backends": ["horovod = horovod_accel.torch.compile_backend:horovod"],
+        "torch_dynamo_backends": ["horovod = horovod_accel.torch.split_backend:horovod"],
     },
     options=options,
     zip_safe=False,

@@ -6,7 +6,7 @@ raw pointers (tensors.py), so it works with any torch version. Importing it
 does not load the core; `init()` (or any build-flag query) does.
 `hvd.elastic` is the subpackage `horovod.torch.elastic` (elastic training).
 """
-from horovod_accel.torch.compile_backend import compile_backend
+from horovod_accel.torch.split_backend import compile_backend
 from horovod_accel.torch.compression import Compression
 from horovod_accel.torch.functions import (allgather_object, broadcast_object,
                                            broadcast_optimizer_state, broadcast_parameters)

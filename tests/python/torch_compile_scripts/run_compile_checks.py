@@ -238,6 +238,44 @@ def hooks_submit_every_bucket_during_compiled_backward():
 
 
 @check
+def horovod_backend_starts_buckets_during_compiled_backward():
+    """torch.compile(backend=hvd.compile_backend(...)) splits the graph at
+    parameter-bucket boundaries: the last layer's bucket is submitted while
+    the first layer's gradient is not computed yet (an order, not a timing),
+    and training matches eager. The name "horovod" resolves to the same
+    backend (through the torch_dynamo_backends entry point)."""
+    from horovod_accel.torch import split_backend  # noqa: PLC0415
+    assert torch._dynamo.lookup_backend("horovod") is split_backend.horovod
+    eager, _, _ = train(False)
+    split, _, _ = train(True, backend=hvd.compile_backend("aot_eager", bucket_bytes=64))
+    assert_same_params(split, eager, TOLERANCES["aot_eager"], "split graph vs eager")
+    if hvd.size() == 1:
+        return        # no hooks at size 1 (as upstream)
+    torch._dynamo.reset()
+    model = mlp(3, dtype=torch.float32)
+    saved = optimizer_buckets.DEFAULT_BUCKET_BYTES
+    optimizer_buckets.DEFAULT_BUCKET_BYTES = 1    # one parameter per bucket
+    try:
+        opt = hvd.DistributedOptimizer(sgd(model.parameters()),
+                                       named_parameters=model.named_parameters())
+    finally:
+        optimizer_buckets.DEFAULT_BUCKET_BYTES = saved
+    first, last = model[0].weight, model[-1].weight
+    seen = []
+    # Runs after DistributedOptimizer's hook on the same parameter.
+    last.register_post_accumulate_grad_hook(
+        lambda p: seen.append((first.grad is None, len(opt._hvd_submitted))))
+    net = torch.compile(model, backend=hvd.compile_backend("aot_eager", bucket_bytes=64))
+    opt.zero_grad(set_to_none=True)
+    x, y = data(0)
+    ((net(x) - y) ** 2).mean().backward()
+    opt.step()
+    assert seen and seen[0][0], "the first layer's gradient existed when the last layer's was " \
+        "ready: the backward was not split"
+    assert seen[0][1] >= 1, "no bucket was submitted before the first layer's gradient"
+
+
+@check
 def inductor_sgd_matches_eager():
     compare(backend="inductor", what="inductor SGD")
 

@@ -40,7 +40,8 @@ def compile_backend(backend="inductor", bucket_bytes=DEFAULT_BUCKET_BYTES):
     inner = lookup_backend(backend) if isinstance(backend, str) else backend
 
     def split_and_compile(gm, example_inputs, **kwargs):
-        splitter = DDPOptimizer(bucket_bytes_cap=bucket_bytes, backend_compile_fn=inner)
+        splitter = DDPOptimizer(bucket_bytes_cap=bucket_bytes, backend_compile_fn=inner,
+                                first_bucket_cap=bucket_bytes)
         return splitter.compile_fn(gm, example_inputs, **kwargs)
 
     return split_and_compile
