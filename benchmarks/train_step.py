@@ -210,17 +210,24 @@ def render_compiled(by_rep, runs, infos):
         med = {p: statistics.median(v) for p, v in runs.get(key, {}).items()}
         ideal = med.get("ideal")
         same_rep = {p: [r.get(p) for r in reps.values()] for p in PEERS}
-        ratios = lambda xs, ys: [x / y for x, y in zip(xs, ys) if x and y]
         first = [[i["first_step_s"] for i in infos.get(key, {}).get(p, [])
                   if i.get("first_step_s") is not None] for p in PEERS]
-        f = lambda x: "n/a" if x is None else f"{x:.0f}"
-        body.append([key[0], str(key[1]), str(BATCH[key[0].split("+")[0]]), f(ideal),
-                     f(med.get("ddp")), f(med.get("hvda")),
-                     spread(ratios(same_rep["hvda"], same_rep["ddp"])),
-                     spread(ratios(same_rep["ddp"], [ideal] * len(reps)), True),
-                     spread(ratios(same_rep["hvda"], [ideal] * len(reps)), True),
+        body.append([key[0], str(key[1]), str(BATCH[key[0].split("+")[0]]), _rate(ideal),
+                     _rate(med.get("ddp")), _rate(med.get("hvda")),
+                     spread(_ratios(same_rep["hvda"], same_rep["ddp"])),
+                     spread(_ratios(same_rep["ddp"], [ideal] * len(reps)), True),
+                     spread(_ratios(same_rep["hvda"], [ideal] * len(reps)), True),
                      "/".join(f"{statistics.median(v):.1f}" if v else "-" for v in first)])
     return markdown_table(cols, body)
+
+
+def _rate(x):
+    return "n/a" if x is None else f"{x:.0f}"
+
+
+def _ratios(xs, ys):
+    """x / y for the pairs where both exist."""
+    return [x / y for x, y in zip(xs, ys) if x and y]
 
 
 OVERLAP_COLS = [  # (column, overlap_report key, format)

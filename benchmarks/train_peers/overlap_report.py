@@ -106,8 +106,12 @@ def measure(model, opt, data, target, recorder, hvd, iters):
         b["comm_only"].append(t1 - t0)
         b["sgd"].append(t2 - t1)
 
-    ms = lambda xs: 1e3 * _median(xs)
-    pct = lambda xs: 100 * _median(xs)
+    def ms(xs):
+        return 1e3 * _median(xs)
+
+    def pct(xs):
+        return 100 * _median(xs)
+
     out = {"first_ready_pct": pct(a["first"]), "last_ready_pct": pct(a["last"]),
            "first_submit_pct": pct(a["first_sub"]), "last_submit_pct": pct(a["last_sub"]),
            "bwd_ms": ms(a["bwd"]), "step_ms": ms(a["step"]),
