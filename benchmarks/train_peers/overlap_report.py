@@ -10,10 +10,11 @@ parameter before the optimizer does (hooks run in registration order), so its
 timestamp is the moment the gradient is accumulated, before the optimizer's
 hook submits anything.
 
-measure() runs two phases of `iters` steps each, on every rank alike:
+measure() runs `iters` pairs of steps, on every rank alike, each step
+after a barrier (so the ranks start it together, as after a step's last
+allreduce):
   A  the real step (zero_grad, forward, loss.backward(), opt.step()), with
-     the time of every gradient's readiness relative to backward's start; a
-     barrier before backward keeps the ranks' forward skew out of the wait;
+     the time of every gradient's readiness relative to backward's start;
   B  the same work with nothing overlapped: gradients from
      torch.autograd.grad (no hooks fire, nothing is submitted), then after a
      barrier opt.synchronize() alone (every bucket submitted at once: the
@@ -61,39 +62,40 @@ def measure(model, opt, data, target, recorder, hvd, iters):
     params = recorder.params
     buckets = [[recorder.index[p] for p in b.params if p in recorder.index]
                for b in getattr(opt, "_hvd_buckets", ())]      # read only
-    a = {k: [] for k in ("bwd", "step", "first", "last", "first_sub", "last_sub")}
-    recorder.enabled = True
-    for _ in range(iters):
+    real = {k: [] for k in ("bwd", "step", "first", "last", "first_sub", "last_sub")}
+    alone = {"bwd_only": [], "comm_only": [], "sgd": []}
+    for _ in range(iters):      # A and B alternate, so drifting load hits both alike
+        # A: the real step.
         opt.zero_grad()
+        hvd.barrier()
         loss = F.cross_entropy(model(data), target)
         recorder.reset()
-        hvd.barrier()
+        recorder.enabled = True
         t0 = time.perf_counter()
         loss.backward()
         t1 = time.perf_counter()
         opt.step()
         t2 = time.perf_counter()
+        recorder.enabled = False
         if None in recorder.stamps:
             raise RuntimeError("a parameter's gradient hook did not fire")
         ready = [s - t0 for s in recorder.stamps]
         bwd = t1 - t0
-        a["bwd"].append(bwd)
-        a["step"].append(t2 - t1)
-        a["first"].append(min(ready) / bwd)
-        a["last"].append(max(ready) / bwd)
+        real["bwd"].append(bwd)
+        real["step"].append(t2 - t1)
+        real["first"].append(min(ready) / bwd)
+        real["last"].append(max(ready) / bwd)
         if buckets:
-            subs = [max(ready[i] for i in b) for b in buckets if b]
-            a["first_sub"].append(min(subs) / bwd)
-            a["last_sub"].append(max(subs) / bwd)
-    recorder.enabled = False
-
-    b = {"bwd_only": [], "comm_only": [], "sgd": []}
-    for _ in range(iters):
+            subs = [max(ready[i] for i in bk) for bk in buckets if bk]
+            real["first_sub"].append(min(subs) / bwd)
+            real["last_sub"].append(max(subs) / bwd)
+        # B: the same work, nothing overlapped.
         opt.zero_grad()
+        hvd.barrier()
         loss = F.cross_entropy(model(data), target)
         t0 = time.perf_counter()
         grads = torch.autograd.grad(loss, params)
-        b["bwd_only"].append(time.perf_counter() - t0)
+        alone["bwd_only"].append(time.perf_counter() - t0)
         for p, g in zip(params, grads):
             p.grad = g
         hvd.barrier()
@@ -103,8 +105,8 @@ def measure(model, opt, data, target, recorder, hvd, iters):
         with opt.skip_synchronize():
             opt.step()
         t2 = time.perf_counter()
-        b["comm_only"].append(t1 - t0)
-        b["sgd"].append(t2 - t1)
+        alone["comm_only"].append(t1 - t0)
+        alone["sgd"].append(t2 - t1)
 
     def ms(xs):
         return 1e3 * _median(xs)
@@ -112,12 +114,12 @@ def measure(model, opt, data, target, recorder, hvd, iters):
     def pct(xs):
         return 100 * _median(xs)
 
-    out = {"first_ready_pct": pct(a["first"]), "last_ready_pct": pct(a["last"]),
-           "first_submit_pct": pct(a["first_sub"]), "last_submit_pct": pct(a["last_sub"]),
-           "bwd_ms": ms(a["bwd"]), "step_ms": ms(a["step"]),
-           "bwd_step_ms": ms([x + y for x, y in zip(a["bwd"], a["step"])]),
-           "bwd_only_ms": ms(b["bwd_only"]), "comm_only_ms": ms(b["comm_only"]),
-           "sgd_ms": ms(b["sgd"])}
+    out = {"first_ready_pct": pct(real["first"]), "last_ready_pct": pct(real["last"]),
+           "first_submit_pct": pct(real["first_sub"]), "last_submit_pct": pct(real["last_sub"]),
+           "bwd_ms": ms(real["bwd"]), "step_ms": ms(real["step"]),
+           "bwd_step_ms": ms([x + y for x, y in zip(real["bwd"], real["step"])]),
+           "bwd_only_ms": ms(alone["bwd_only"]), "comm_only_ms": ms(alone["comm_only"]),
+           "sgd_ms": ms(alone["sgd"])}
     keys = sorted(out)
     avg = hvd.allreduce(torch.tensor([out[k] for k in keys], dtype=torch.float64),
                         op=hvd.Average, name="overlap_report").tolist()
