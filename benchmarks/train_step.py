@@ -8,6 +8,8 @@ tf.distribute.MultiWorkerMirroredStrategy and "ideal" (see tf_jobs below).
     .venv/bin/python benchmarks/train_step.py --quick          # smoke run
     .venv/bin/python benchmarks/train_step.py --models mlp --np 2 --repeats 3 --json out.json
     .venv/bin/python benchmarks/train_step.py --framework tf   # Keras, mlp + cnn, np 2
+    .venv/bin/python benchmarks/train_step.py --compile --np 2 --models mlp,cnn --repeats 3
+    .venv/bin/python benchmarks/train_step.py --compile --quick --np 2 --overlap-report
 
 Per model and rank count N, jobs (all workers: train_peers/train_worker.py,
 one thread per process, the same SGD step on a fixed random batch):
@@ -18,6 +20,19 @@ Throughput = N x batch / median over iterations (after warm-up) of the
 per-iteration time, max over ranks (ideal: the sum of each process's own).
 hvda and ddp alternate over --repeats runs; the table shows the median run.
 See benchmarks/README.md.
+
+--compile adds rows "<model>+compile" measured in the same run: every worker
+puts the model under torch.compile (inductor): torch.compile(model) with hvd.
+DistributedOptimizer for hvda and for ideal, torch.compile(DDP(model)) for ddp
+(dynamo's DDPOptimizer). Each compiled job gets a fresh inductor cache (so its
+first step is a cold compile, reported as "first step") and
+TORCHINDUCTOR_COMPILE_THREADS=1; the warm-up steps absorb compilation. Within
+a repeat the (eager/compiled, peer) jobs run back to back, in reverse order
+every other repeat; --no-eager drops the eager rows. The table then shows
+medians over repeats and the same-repeat ratio hvda/DDP as median [min..max].
+--overlap-report: hvda jobs also measure, after their timed loop, when
+gradients become ready within backward and how much of the allreduce time is
+hidden (train_peers/overlap_report.py); one table, medians over repeats.
 
 --framework tf (workers: train_peers/keras_worker.py, the same two models in
 Keras, model.fit, one intra-op thread per process):
@@ -52,9 +67,15 @@ TF_PEERS = ("ideal", "mwms", "hvda")
 BATCH = {"mlp": 64, "cnn": 32}
 
 
-def worker_args(a, model, out):
-    return ["--model", model, "--batch-size", str(BATCH[model]), "--iters", str(a.iters),
-            "--warmup", str(a.warmup), "--out", out]
+def worker_args(a, model, out, variant="eager"):
+    return (["--model", model, "--batch-size", str(BATCH[model]), "--iters", str(a.iters),
+             "--warmup", str(a.warmup), "--out", out]
+            + (["--compile"] if variant == "compile" else []))
+
+
+def row_label(model, variant):
+    """Table/JSON key of a model's rows: 'mlp' (eager) or 'mlp+compile'."""
+    return model if variant == "eager" else f"{model}+compile"
 
 
 def tf_jobs(peer, a, model, n, workdir, tag):
@@ -93,51 +114,62 @@ def tf_rate(peer, outs):
     return len(rs) * rs[0]["batch_size"] / statistics.median(step_max), rs[0]
 
 
-def job_cmds(peer, a, model, n, workdir, tag):
+def job_cmds(peer, a, model, n, workdir, tag, variant="eager"):
     """[(command, result path)]: one launcher, or n local processes for ideal."""
     py = sys.executable
     if peer == "ideal":
         outs = [os.path.join(workdir, f"{tag}.{i}.json") for i in range(n)]
-        return [([py, WORKER, "--mode", "local"] + worker_args(a, model, o), o) for o in outs]
+        return [([py, WORKER, "--mode", "local"] + worker_args(a, model, o, variant), o)
+                for o in outs]
     out = os.path.join(workdir, f"{tag}.json")
     if peer == "hvda":
         extra = ["--bucket-mb", str(a.bucket_mb)] if a.bucket_mb is not None else []
+        extra += ["--overlap-report"] if a.overlap_report else []
         cmd = ([py, "-m", "horovod_accel.runner.launch", "-np", str(n)] + shlex.split(a.hvda_args)
                + [py, WORKER, "--mode", "hvda"] + extra)
     else:
         cmd = [py, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(n),
                "--master_addr", "127.0.0.1", "--master_port", str(free_port()), WORKER,
                "--mode", "ddp"]
-    return [(cmd + worker_args(a, model, out), out)]
+    return [(cmd + worker_args(a, model, out, variant), out)]
 
 
-def run_job(peer, a, model, n, workdir, tag, env):
-    """Runs one job; returns (samples/s or None, reason or None)."""
+def run_job(peer, a, model, n, workdir, tag, env, variant="eager"):
+    """Runs one job; returns (samples/s or None, reason or None, info): info is
+    the first process's first_step_s, graphs and overlap (see
+    train_peers/train_worker.py); {} for --framework tf and failed jobs."""
     log_path = os.path.join(workdir, f"{tag}.log")
     if a.framework == "tf":
         cmds, outs = tf_jobs(peer, a, model, n, workdir, tag)
     else:
-        cmds = [(cmd, {}) for cmd, _ in job_cmds(peer, a, model, n, workdir, tag)]
+        extra = {}
+        if variant == "compile":        # a cold compile per job, one compile process
+            extra = {"TORCHINDUCTOR_CACHE_DIR": os.path.join(workdir, f"inductor.{tag}"),
+                     "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+        cmds = [(cmd, extra) for cmd, _ in job_cmds(peer, a, model, n, workdir, tag, variant)]
     rcs, text = run_processes([(cmd, dict(env, **extra_env)) for cmd, extra_env in cmds],
                               log_path, a.timeout, a.verbose)
     if None in rcs:
-        return None, f"timed out after {a.timeout:.0f} s"
+        return None, f"timed out after {a.timeout:.0f} s", {}
     if any(rcs):
         print("\n".join("    | " + l for l in text.splitlines()[-15:]), file=sys.stderr)
-        return None, f"exit code {max(rcs)}: {reason_line(text)}"
+        return None, f"exit code {max(rcs)}: {reason_line(text)}", {}
     if a.framework == "tf":
         try:
             rate, first = tf_rate(peer, outs)
         except (OSError, ValueError) as e:
-            return None, f"{e.__class__.__name__}: {e}"
+            return None, f"{e.__class__.__name__}: {e}", {}
         a.jit_compile_seen.add(first["jit_compile"])
-        return rate, None
-    rate = 0.0
-    for _, out in job_cmds(peer, a, model, n, workdir, tag):
+        return rate, None, {}
+    rate, info = 0.0, {}
+    for i, (_, out) in enumerate(job_cmds(peer, a, model, n, workdir, tag, variant)):
         with open(out) as f:
             r = json.load(f)
         rate += r["size"] * r["batch_size"] / statistics.median(r["iter_s"])
-    return rate, None
+        if i == 0 and "warmup_s" in r:
+            info = {"first_step_s": r["warmup_s"][0] if r["warmup_s"] else None,
+                    "graphs": r["graphs"], "overlap": r["overlap"]}
+    return rate, None, info
 
 
 def fmt_ratio(x, y, pct=False):
@@ -165,6 +197,62 @@ def render(rows):
                      fmt_ratio(v.get("hvda"), v.get("ddp")),
                      fmt_ratio(v.get("ddp"), v.get("ideal"), True),
                      fmt_ratio(v.get("hvda"), v.get("ideal"), True)])
+    return markdown_table(cols, body)
+
+
+def render_compiled(by_rep, runs, infos):
+    """--compile table: eager and compiled rows, samples/s medians over repeats,
+    same-repeat ratio hvda/DDP (vs ideal: its one run), first-step seconds."""
+    cols = ["model", "np", "batch/rank", "ideal (samples/s)", "DDP gloo", "horovod_accel",
+            "hvda/DDP", "DDP % ideal", "hvda % ideal", "first step s (ideal/DDP/hvda)"]
+    body = []
+    for key, reps in by_rep.items():
+        med = {p: statistics.median(v) for p, v in runs.get(key, {}).items()}
+        ideal = med.get("ideal")
+        same_rep = {p: [r.get(p) for r in reps.values()] for p in PEERS}
+        first = [[i["first_step_s"] for i in infos.get(key, {}).get(p, [])
+                  if i.get("first_step_s") is not None] for p in PEERS]
+        body.append([key[0], str(key[1]), str(BATCH[key[0].split("+")[0]]), _rate(ideal),
+                     _rate(med.get("ddp")), _rate(med.get("hvda")),
+                     spread(_ratios(same_rep["hvda"], same_rep["ddp"])),
+                     spread(_ratios(same_rep["ddp"], [ideal] * len(reps)), True),
+                     spread(_ratios(same_rep["hvda"], [ideal] * len(reps)), True),
+                     "/".join(f"{statistics.median(v):.1f}" if v else "-" for v in first)])
+    return markdown_table(cols, body)
+
+
+def _rate(x):
+    return "n/a" if x is None else f"{x:.0f}"
+
+
+def _ratios(xs, ys):
+    """x / y for the pairs where both exist."""
+    return [x / y for x, y in zip(xs, ys) if x and y]
+
+
+OVERLAP_COLS = [  # (column, overlap_report key, format)
+    ("buckets", "buckets", "{:.0f}"),
+    ("1st grad ready (% of bwd)", "first_ready_pct", "{:.0f}%"),
+    ("1st allreduce submitted (% of bwd)", "first_submit_pct", "{:.0f}%"),
+    ("bwd ms", "bwd_ms", "{:.1f}"),
+    ("step ms (wait+SGD)", "step_ms", "{:.1f}"),
+    ("bwd alone ms", "bwd_only_ms", "{:.1f}"),
+    ("SGD alone ms", "sgd_ms", "{:.1f}"),
+    ("allreduce alone ms", "comm_only_ms", "{:.1f}"),
+    ("exposed ms", "exposed_ms", "{:.1f}"),
+    ("hidden", "hidden_pct", "{:.0f}%"),
+]
+
+
+def render_overlap(infos):
+    """--overlap-report table: per row, medians over the hvda jobs' reports."""
+    cols = ["model", "np"] + [c for c, _, _ in OVERLAP_COLS]
+    body = []
+    for (label, n), peers in infos.items():
+        reports = [i["overlap"] for i in peers.get("hvda", []) if i.get("overlap")]
+        if reports:
+            body.append([label, str(n)] + [fmt.format(statistics.median(r[k] for r in reports))
+                                           for _, k, fmt in OVERLAP_COLS])
     return markdown_table(cols, body)
 
 
@@ -201,6 +289,11 @@ def parse_args(argv=None):
     p.add_argument("--repeats", type=int, help="runs of each peer, alternating (default 3; --quick 1)")
     p.add_argument("--quick", action="store_true", help="smoke run: few iterations, one repeat")
     p.add_argument("--bucket-mb", type=float, help="hvda DistributedOptimizer bucket cap (MiB)")
+    p.add_argument("--compile", action="store_true",
+                   help="torch: add torch.compile'd rows (<model>+compile) to the same run")
+    p.add_argument("--no-eager", action="store_true", help="with --compile: compiled rows only")
+    p.add_argument("--overlap-report", action="store_true",
+                   help="torch: hvda jobs report gradient readiness and hidden communication")
     p.add_argument("--hvda-args", default="", help="extra horovodrun arguments")
     p.add_argument("--timeout", type=float, default=300.0, help="hard limit per job (s)")
     p.add_argument("--json", metavar="PATH", help="also write every run's numbers here")
@@ -218,9 +311,16 @@ def parse_args(argv=None):
             p.error(f"--only: unknown peer {x!r}")
     if a.framework == "tf" and a.bucket_mb is not None:
         p.error("--bucket-mb applies to --framework torch only")
+    if a.framework == "tf" and (a.compile or a.overlap_report):
+        p.error("--compile and --overlap-report apply to --framework torch only")
+    if a.no_eager and not a.compile:
+        p.error("--no-eager needs --compile")
+    a.variants = (["eager"] if not a.no_eager else []) + (["compile"] if a.compile else [])
     a.jit_compile_seen = set()
     a.iters = a.iters or (8 if a.quick else 40)
     a.warmup = a.warmup or (2 if a.quick else 5)
+    if a.compile and a.warmup < 2:
+        p.error("--compile needs --warmup 2 or more (the first step compiles)")
     a.repeats = a.repeats or (1 if a.quick else 3)
     return a
 
@@ -231,33 +331,46 @@ def main(argv=None):
     load = os.getloadavg()[0]
     print(f"train_step benchmark{' (tf/keras)' if a.framework == 'tf' else ''}: "
           f"models {','.join(a.models)}, np {a.np}, {os.cpu_count()} CPUs, "
-          f"{a.iters} iterations after {a.warmup} warm-up, {a.repeats} repeat(s); load {load:.2f}")
+          f"{a.iters} iterations after {a.warmup} warm-up, {a.repeats} repeat(s)"
+          f"{'; eager and compiled' if a.compile and not a.no_eager else ''}"
+          f"{'; compiled' if a.no_eager else ''}; load {load:.2f}")
     if busy_processes():
         print("WARNING: build processes running: numbers will be noise", file=sys.stderr)
-    runs, errors, by_rep = {}, {}, {}
+    runs, errors, by_rep, infos = {}, {}, {}, {}
     with tempfile.TemporaryDirectory(prefix="hvda_train_") as workdir:
         for model in a.models:
             for n in a.np:
                 for rep in range(a.repeats):
-                    order = [p for p in a.peers if p in a.only]
-                    if rep % 2 == 1:        # alternate who goes first among the communicating peers
-                        order = [p for p in order if p == "ideal"] + \
-                                [p for p in reversed(order) if p != "ideal"]
-                    for peer in order:
+                    pairs = [(v, p) for v in a.variants for p in a.peers if p in a.only]
+                    order = [x for x in pairs if x[1] == "ideal"]
+                    rest = [x for x in pairs if x[1] != "ideal"]
+                    # alternate who goes first among the communicating peers (and variants)
+                    order += list(reversed(rest)) if rep % 2 == 1 else rest
+                    for variant, peer in order:
                         if peer == "ideal" and rep > 0 and a.framework == "torch":
                             continue        # no communication: one run is enough
-                        tag = f"{model}.{n}.{peer}.{rep}"
+                        label = row_label(model, variant)
+                        tag = f"{label}.{n}.{peer}.{rep}"
                         t0 = time.monotonic()
-                        rate, reason = run_job(peer, a, model, n, workdir, tag, env)
+                        rate, reason, info = run_job(peer, a, model, n, workdir, tag, env, variant)
                         if rate is None:        # one retry: a rare launcher failure is not a result
                             print(f"  {tag}: failed ({reason}); retrying once", flush=True)
                             errors[tag] = reason
-                            rate, reason = run_job(peer, a, model, n, workdir, tag + ".retry", env)
+                            rate, reason, info = run_job(peer, a, model, n, workdir, tag + ".retry",
+                                                         env, variant)
                         print(f"  {tag}: " + (f"{rate:.1f} samples/s" if rate else f"n/a ({reason})")
                               + f" ({time.monotonic() - t0:.0f} s)", flush=True)
                         if rate:
-                            runs.setdefault((model, n), {}).setdefault(peer, []).append(rate)
-                            by_rep.setdefault((model, n), {}).setdefault(rep, {})[peer] = rate
+                            runs.setdefault((label, n), {}).setdefault(peer, []).append(rate)
+                            by_rep.setdefault((label, n), {}).setdefault(rep, {})[peer] = rate
+                            if info:
+                                infos.setdefault((label, n), {}).setdefault(peer, []).append(info)
+                                graphs = info.get("graphs")
+                                if variant == "compile" and graphs and graphs[0] == 0:
+                                    print(f"  WARNING {tag}: dynamo compiled no graph", flush=True)
+                                if graphs and graphs[1] != graphs[0]:
+                                    print(f"  WARNING {tag}: compiled during the timed loop "
+                                          f"(graphs {graphs[0]} -> {graphs[1]})", flush=True)
                         else:
                             errors[tag + ".retry"] = reason
     rows = {key: {peer: statistics.median(v) for peer, v in peers.items()}
@@ -269,16 +382,33 @@ def main(argv=None):
               f"median [min..max]. MWMS {a.mwms_comm}; jit_compile {sorted(a.jit_compile_seen)}; "
               f"load {load:.2f} at start, {os.getloadavg()[0]:.2f} at end.")
         print(render_tf(by_rep))
+    elif a.compile:
+        print("samples/s = np x batch / median per-iteration time (max over ranks); "
+              "ideal = np independent processes, no communication (one run); median over "
+              "repeats; ratios: same repeat, median [min..max]. +compile: torch.compile "
+              "(inductor); first step = first warm-up step (cold compile), rank 0 / process 0; "
+              f"load {load:.2f} at start, {os.getloadavg()[0]:.2f} at end.")
+        print(render_compiled(by_rep, runs, infos))
     else:
         print("samples/s = np x batch / median per-iteration time (max over ranks); "
               "ideal = np independent processes, no communication; median over repeats.")
         print(render(rows))
+    if a.overlap_report and infos:
+        print()
+        print("hvda overlap (train_peers/overlap_report.py): % of loss.backward()'s time at "
+              "which the first gradient was ready / the first bucket's allreduce submitted; "
+              "exposed = (bwd + step) - (bwd alone + SGD alone); hidden = 1 - exposed / "
+              "allreduce alone; rank-averaged, median over repeats.")
+        print(render_overlap(infos))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"argv": sys.argv, "load_before": load, "load_after": os.getloadavg()[0],
-                       "runs": {f"{m}.{n}": v for (m, n), v in runs.items()},
-                       "by_repeat": {f"{m}.{n}": v for (m, n), v in by_rep.items()},
-                       "errors": errors}, f, indent=1)
+            out = {"argv": sys.argv, "load_before": load, "load_after": os.getloadavg()[0],
+                   "runs": {f"{m}.{n}": v for (m, n), v in runs.items()},
+                   "by_repeat": {f"{m}.{n}": v for (m, n), v in by_rep.items()},
+                   "errors": errors}
+            if a.compile or a.overlap_report:
+                out["info"] = {f"{m}.{n}": v for (m, n), v in infos.items()}
+            json.dump(out, f, indent=1)
     for tag, reason in errors.items():
         print(f"failed job {tag}: {reason}")
     return 0 if rows and all(len(v) == len(a.only) for v in runs.values()) else 1

@@ -10,6 +10,20 @@ SGD step) on a fixed random batch, with torch.set_num_threads(1). Each
 iteration is timed with perf_counter on every rank; after the loop the
 per-iteration times are MAX-reduced over ranks (untimed) and rank 0 writes
 {"iter_s": [...], ...} as JSON to --out.
+
+--compile: the model goes through torch.compile (default inductor backend)
+after the mode's wrapping: torch.compile(model) for local and hvda (the
+DistributedOptimizer hooks the same parameters), torch.compile(DDP(model))
+for ddp (PyTorch's recommended order: dynamo's DDPOptimizer splits the graph
+at DDP's bucket boundaries). Compilation happens in the first warm-up step;
+every warm-up step's time goes to "warmup_s" and dynamo's graph count before
+and after the timed loop to "graphs" (0 graphs: nothing was compiled; a
+recompile during the loop would show as a difference). In every mode the
+model is first put under UserModule (see there), so that DDP's compiles too.
+
+--overlap-report (hvda): after the timed loop, overlap_report.py measures
+when gradients become ready within loss.backward() and how much of the
+allreduce time the step hides; rank-averaged medians go to "overlap".
 """
 import argparse
 import json
@@ -34,7 +48,34 @@ def parse_args():
     p.add_argument("--out", required=True, help="JSON result path (rank 0 / local process)")
     p.add_argument("--bucket-mb", type=float, default=None,
                    help="hvda: DistributedOptimizer bucket cap (default: the library's)")
-    return p.parse_args()
+    p.add_argument("--compile", action="store_true", help="torch.compile the (wrapped) model")
+    p.add_argument("--overlap-report", action="store_true",
+                   help="hvda: measure gradient readiness and hidden communication after the loop")
+    a = p.parse_args()
+    if a.overlap_report and a.mode != "hvda":
+        p.error("--overlap-report applies to --mode hvda only")
+    return a
+
+
+def dynamo_graphs():
+    """Graphs dynamo has compiled in this process so far (0 without --compile)."""
+    from torch._dynamo.utils import counters
+    return counters["stats"]["unique_graphs"]
+
+
+class UserModule(torch.nn.Module):
+    """--compile: the model under a module defined outside torch.nn. In
+    torch.compile(DDP(model)) dynamo graph-breaks in DDP's forward and then
+    skips a top-level frame from torch.nn, so an nn.Sequential (the mlp) under
+    DDP was not compiled at all (torch 2.13; 0 graphs). Used for every mode
+    alike, so the compiled graphs are the same."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x)
 
 
 class Local:
@@ -100,8 +141,16 @@ def main():
     backend = {"local": Local, "hvda": lambda: Hvda(a.bucket_mb), "ddp": Ddp}[a.mode]()
     torch.manual_seed(0)
     model, sample_shape, classes = build_model(a.model)
+    if a.compile:
+        model = UserModule(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+    recorder = None
+    if a.overlap_report:
+        from overlap_report import ReadyRecorder
+        recorder = ReadyRecorder(model)     # before the optimizer's hooks: fires first
     model, opt = backend.wrap(model, opt)
+    if a.compile:
+        model = torch.compile(model)
     g = torch.Generator().manual_seed(1 + backend.rank)
     data = torch.randn(a.batch_size, *sample_shape, generator=g)
     target = torch.randint(0, classes, (a.batch_size,), generator=g)
@@ -111,19 +160,31 @@ def main():
         F.cross_entropy(model(data), target).backward()
         opt.step()
 
+    warmup = []
     for _ in range(a.warmup):
+        t0 = time.perf_counter()
         step()
+        warmup.append(time.perf_counter() - t0)
+    graphs = [dynamo_graphs()] if a.compile else None
     times = []
     for _ in range(a.iters):
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
+    if a.compile:
+        graphs.append(dynamo_graphs())
     times = backend.max_over_ranks(times)
+    overlap = None
+    if recorder is not None:
+        from overlap_report import measure
+        overlap = measure(model, opt, data, target, recorder, backend.hvd, a.iters)
     if backend.rank == 0:
         grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
         with open(a.out, "w") as f:
             json.dump({"iter_s": times, "size": backend.size, "batch_size": a.batch_size,
-                       "grad_bytes": grad_bytes, "mode": a.mode, "model": a.model}, f)
+                       "grad_bytes": grad_bytes, "mode": a.mode, "model": a.model,
+                       "compiled": a.compile, "warmup_s": warmup, "graphs": graphs,
+                       "overlap": overlap}, f)
     backend.finish()
 
 
