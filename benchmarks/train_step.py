@@ -10,6 +10,7 @@ tf.distribute.MultiWorkerMirroredStrategy and "ideal" (see tf_jobs below).
     .venv/bin/python benchmarks/train_step.py --framework tf   # Keras, mlp + cnn, np 2
     .venv/bin/python benchmarks/train_step.py --compile --np 2 --models mlp,cnn --repeats 3
     .venv/bin/python benchmarks/train_step.py --compile --quick --np 2 --overlap-report
+    .venv/bin/python benchmarks/train_step.py --compile --no-eager --hvda-compile-backend horovod
 
 Per model and rank count N, jobs (all workers: train_peers/train_worker.py,
 one thread per process, the same SGD step on a fixed random batch):
@@ -125,6 +126,7 @@ def job_cmds(peer, a, model, n, workdir, tag, variant="eager"):
     if peer == "hvda":
         extra = ["--bucket-mb", str(a.bucket_mb)] if a.bucket_mb is not None else []
         extra += ["--overlap-report"] if a.overlap_report else []
+        extra += ["--compile-backend", a.hvda_compile_backend] if variant == "compile" else []
         cmd = ([py, "-m", "horovod_accel.runner.launch", "-np", str(n)] + shlex.split(a.hvda_args)
                + [py, WORKER, "--mode", "hvda"] + extra)
     else:
@@ -292,6 +294,10 @@ def parse_args(argv=None):
     p.add_argument("--compile", action="store_true",
                    help="torch: add torch.compile'd rows (<model>+compile) to the same run")
     p.add_argument("--no-eager", action="store_true", help="with --compile: compiled rows only")
+    p.add_argument("--hvda-compile-backend", default="inductor",
+                   help="with --compile: hvda's torch.compile backend; 'horovod' splits the graph "
+                        "at bucket boundaries (allreduces overlap the backward); the others "
+                        "always use inductor")
     p.add_argument("--overlap-report", action="store_true",
                    help="torch: hvda jobs report gradient readiness and hidden communication")
     p.add_argument("--hvda-args", default="", help="extra horovodrun arguments")

@@ -49,6 +49,9 @@ def parse_args():
     p.add_argument("--bucket-mb", type=float, default=None,
                    help="hvda: DistributedOptimizer bucket cap (default: the library's)")
     p.add_argument("--compile", action="store_true", help="torch.compile the (wrapped) model")
+    p.add_argument("--compile-backend", default="inductor",
+                   help="--compile, hvda mode: torch.compile's backend (e.g. 'horovod': the graph "
+                        "split at bucket boundaries so allreduces overlap the backward)")
     p.add_argument("--overlap-report", action="store_true",
                    help="hvda: measure gradient readiness and hidden communication after the loop")
     a = p.parse_args()
@@ -150,7 +153,7 @@ def main():
         recorder = ReadyRecorder(model)     # before the optimizer's hooks: fires first
     model, opt = backend.wrap(model, opt)
     if a.compile:
-        model = torch.compile(model)
+        model = torch.compile(model, backend=a.compile_backend if a.mode == "hvda" else "inductor")
     g = torch.Generator().manual_seed(1 + backend.rank)
     data = torch.randn(a.batch_size, *sample_shape, generator=g)
     target = torch.randint(0, classes, (a.batch_size,), generator=g)
