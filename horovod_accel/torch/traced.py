@@ -59,7 +59,7 @@ def forget_compiled_graphs():
     (graphs recompile on their next call). Nothing to do if nothing was
     ever compiled in this process."""
     dynamo = sys.modules.get("torch._dynamo")
-    if dynamo is not None:
+    if dynamo is not None and not sys.is_finalizing():   # at exit there is nothing to run again
         dynamo.reset()
 
 
