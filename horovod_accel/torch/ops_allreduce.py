@@ -21,6 +21,7 @@ from horovod_accel.common.util import get_average_backwards_compatibility_fun
 from horovod_accel.common.process_sets import ProcessSet, registered_id
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch import traced as _traced
+from horovod_accel.torch.traced import tracing as _tracing
 from horovod_accel.torch.handles import synchronize
 from horovod_accel.torch.compression import Compression
 from horovod_accel.common.handles import KeepAlive, submit, submit_allreduce, submit_internal
@@ -89,7 +90,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     deprecated. Returns a handle; synchronize(handle) returns the result."""
     if op is None or average is not None:
         op = handle_average_backwards_compatibility(op, average)
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.allreduce_async(tensor, False, name, op, prescale_factor, postscale_factor,
                                        process_set)
     return _allreduce_async(tensor, False, name, op, prescale_factor, postscale_factor, process_set)
@@ -101,7 +102,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     synchronize(handle) returns `tensor`."""
     if op is None or average is not None:
         op = handle_average_backwards_compatibility(op, average)
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.allreduce_async(tensor, True, name, op, prescale_factor, postscale_factor,
                                        process_set)
     return _allreduce_async(tensor, True, name, op, prescale_factor, postscale_factor, process_set)
@@ -140,7 +141,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     Differentiable. `compression` compresses before and decompresses after
     the collective (e.g. Compression.fp16)."""
     op = handle_average_backwards_compatibility(op, average)
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.allreduce(tensor, name, compression, op, prescale_factor, postscale_factor,
                                  process_set)
     compressed, ctx = compression.compress(tensor)
@@ -189,7 +190,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     together; tensor i is named '<base>_<i+1>of<n>'). Returns a handle whose
     synchronize() returns the list of new tensors."""
     op = handle_average_backwards_compatibility(op, average)
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.grouped_allreduce_async(tensors, False, name, op, prescale_factor,
                                                postscale_factor, process_set)
     return _grouped_allreduce_async(tensors, False, name, op, prescale_factor, postscale_factor,
@@ -200,7 +201,7 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
                              postscale_factor=1.0, process_set=global_process_set):
     """In-place grouped_allreduce_async; synchronize() returns `tensors`."""
     op = handle_average_backwards_compatibility(op, average)
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.grouped_allreduce_async(tensors, True, name, op, prescale_factor,
                                                postscale_factor, process_set)
     return _grouped_allreduce_async(tensors, True, name, op, prescale_factor, postscale_factor,
@@ -237,7 +238,7 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Blocking grouped allreduce returning a list of new tensors. Differentiable."""
     op = handle_average_backwards_compatibility(op, average)
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.grouped_allreduce(tensors, name, compression, op, prescale_factor,
                                          postscale_factor, process_set)
     tensors = list(tensors)

@@ -19,6 +19,7 @@ from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
 from horovod_accel.common.handles import submit, submit_internal
 from horovod_accel.torch import traced as _traced
+from horovod_accel.torch.traced import tracing as _tracing
 from horovod_accel.torch.handles import synchronize
 from horovod_accel.torch.ops_gather import allgather, grouped_allgather
 
@@ -36,7 +37,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     received from each rank (dtype and device of `splits` if it is a tensor,
     else an int32 CPU tensor, as upstream).
     """
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.alltoall_async(tensor, splits, name, process_set)
     ps_id = registered_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
@@ -82,7 +83,7 @@ class HorovodAlltoall(torch.autograd.Function):
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Blocking alltoall (see alltoall_async). Returns the output tensor if
     `splits` is None, else (output, received_splits). Differentiable."""
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.alltoall(tensor, splits, name, process_set)
     output, received_splits = HorovodAlltoall.apply(tensor, splits, name, process_set)
     if splits is None:
@@ -122,7 +123,7 @@ def reducescatter_async(tensor, name=None, op=HorovodBasics.Average, process_set
     tensor ValueError. Returns a handle;
     synchronize(handle) returns the new tensor."""
     _check_reducescatter(tensor)
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.reducescatter_async(tensor, name, op, process_set, prescale_factor,
                                            postscale_factor)
     ps_id = registered_id(process_set)
@@ -178,7 +179,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=HorovodBas
     reducescatter_async). `compression` compresses before and decompresses
     after the collective. Differentiable for op Sum and Average."""
     _check_reducescatter(tensor)
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.reducescatter(tensor, name, compression, op, prescale_factor,
                                      postscale_factor, process_set)
     compressed, ctx = compression.compress(tensor)
@@ -199,7 +200,7 @@ def grouped_reducescatter_async(tensors, name=None, op=HorovodBasics.Average,
     tensors = list(tensors)
     for t in tensors:
         _check_reducescatter(t)
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.grouped_reducescatter_async(tensors, name, op, process_set,
                                                    prescale_factor, postscale_factor)
     ps_id = registered_id(process_set)
@@ -246,7 +247,7 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none,
     tensors = list(tensors)
     for t in tensors:
         _check_reducescatter(t)
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.grouped_reducescatter(tensors, name, compression, op, prescale_factor,
                                              postscale_factor, process_set)
     if not tensors:

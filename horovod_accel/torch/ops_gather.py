@@ -13,6 +13,7 @@ from horovod_accel.common.process_sets import registered_id
 from horovod_accel.torch import tensors as _t
 from horovod_accel.common.handles import submit, submit_internal
 from horovod_accel.torch import traced as _traced
+from horovod_accel.torch.traced import tracing as _tracing
 from horovod_accel.torch.handles import synchronize
 from horovod_accel.torch.ops_allreduce import allreduce, grouped_allreduce
 
@@ -25,7 +26,7 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts concatenating `tensor` from every rank of `process_set` along
     dim 0 (dim 0 may differ per rank; other dims must match). Returns a
     handle; synchronize(handle) returns the new tensor."""
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.allgather_async(tensor, name, process_set)
     ps_id = registered_id(process_set)
     rt = DEFAULT_RUNTIME.initialized_runtime()
@@ -71,7 +72,7 @@ class HorovodAllgather(torch.autograd.Function):
 
 def allgather(tensor, name=None, process_set=global_process_set):
     """Blocking allgather returning a new tensor. Differentiable."""
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.allgather(tensor, name, process_set)
     return HorovodAllgather.apply(tensor, name, process_set)
 
@@ -79,7 +80,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """Starts allgathering a list of tensors as one group (tensor i is named
     '<base>_<i+1>of<n>'). synchronize() returns the list of new tensors."""
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.grouped_allgather_async(tensors, name, process_set)
     tensors = list(tensors)
     ps_id = registered_id(process_set)
@@ -115,7 +116,7 @@ class HorovodGroupedAllgather(torch.autograd.Function):
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
     """Blocking grouped allgather returning a list of new tensors. Differentiable."""
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.grouped_allgather(tensors, name, process_set)
     tensors = list(tensors)
     if not tensors:
@@ -141,14 +142,14 @@ def _broadcast_async(tensor, in_place, root_rank, name, process_set):
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     """Starts broadcasting `tensor` from global rank `root_rank` into a new
     tensor (input unchanged). Returns a handle."""
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.broadcast_async(tensor, False, root_rank, name, process_set)
     return _broadcast_async(tensor, False, root_rank, name, process_set)
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     """In-place broadcast_async: non-root ranks receive into `tensor`."""
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.broadcast_async(tensor, True, root_rank, name, process_set)
     return _broadcast_async(tensor, True, root_rank, name, process_set)
 
@@ -179,7 +180,7 @@ class HorovodBroadcast(torch.autograd.Function):
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """Blocking broadcast from global rank `root_rank`, returning a new tensor.
     Differentiable."""
-    if torch.compiler.is_compiling():
+    if _tracing():
         return _traced.broadcast(tensor, root_rank, name, process_set)
     return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
 

@@ -12,12 +12,11 @@ import torch
 
 from horovod_accel.common import optimizer_args as _args
 from horovod_accel.torch.functions import canonical_name, duplicate_names
+from horovod_accel.torch.traced import tracing as _tracing
 
 # torch >= 2.1 has a hook that fires after the gradient is accumulated into
 # p.grad; older versions hook the AccumulateGrad node (upstream's way).
 _HAS_POST_ACCUMULATE_HOOK = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
-# torch >= 2.3; older versions have no compiled autograd to trace the hooks.
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 
 ERR_TOO_MANY_PASSES = (
     "Gradients were computed more than backward_passes_per_step times before call to step(). "
@@ -96,7 +95,7 @@ def register_hooks(optimizer, params):
     ref = weakref.ref(optimizer)
 
     def on_grad_ready(p):
-        if _is_compiling():
+        if _tracing():
             torch.compiler.disable(_grad_ready)(ref, p)
         else:
             _grad_ready(ref, p)

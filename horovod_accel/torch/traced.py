@@ -1,6 +1,6 @@
 """What the torch collectives do while `torch.compile` traces them.
 
-Every public op of ops_*.py starts with `if torch.compiler.is_compiling():`
+Every public op of ops_*.py starts with `if _tracing():` (`tracing` below)
 and, when tracing, calls the function of the same name here instead of its
 eager body. These functions only take arguments apart and call the
 `horovod::` custom ops (custom_ops.py), so Dynamo records one graph node per
@@ -28,6 +28,13 @@ from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.handles import poll as _eager_poll
 from horovod_accel.common.handles import synchronize as _eager_synchronize
 from horovod_accel.common.process_sets import registered_id
+
+# Whether Dynamo is tracing the caller: what every public op checks first.
+# is_dynamo_compiling() is `return False` in eager mode (Dynamo folds it to
+# True while tracing), a quarter of is_compiling()'s cost, which is a share
+# of a small op (benchmarks/README.md, "A/B for torch.compile support").
+# torch < 2.3 has no torch.compiler: nothing traces there.
+tracing = getattr(getattr(torch, "compiler", None), "is_dynamo_compiling", None) or (lambda: False)
 
 # The ops are looked up when called; horovod_accel.torch's __init__ registers
 # them (custom_ops.py imports the eager ops, which import this module).
