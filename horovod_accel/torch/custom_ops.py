@@ -141,8 +141,7 @@ def _fake_scattered(t, ps_id):
         raise ValueError("reducescatter needs a tensor with at least one dimension (the result "
                          "is split along dim 0); got a scalar. Use allreduce for scalars.")
     set_rank, n = _set_shape(ps_id)
-    d0 = t.shape[0]
-    return t.new_empty((d0 // n + (1 if set_rank < d0 % n else 0), *t.shape[1:]))
+    return t.new_empty((_a2a.scattered_rows(t.shape[0], n, set_rank), *t.shape[1:]))
 
 
 def _fake_alltoall(t, splits, ps_id):

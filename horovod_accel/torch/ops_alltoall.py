@@ -108,10 +108,14 @@ def _scattered_output(rt, ps_id, process_set, inp):
     if set_rank < 0:
         raise ValueError(f"This process (rank {rt.rank()}) is not a member of {process_set}; "
                          f"only members may run collectives on it.")
-    n = rt.process_set_size(ps_id)
-    d0 = inp.shape[0]
-    rows = d0 // n + (1 if set_rank < d0 % n else 0)
+    rows = scattered_rows(inp.shape[0], rt.process_set_size(ps_id), set_rank)
     return torch.empty((rows, *inp.shape[1:]), dtype=inp.dtype, device=inp.device)
+
+
+def scattered_rows(d0, set_size, set_rank):
+    """Rows of a reducescatter of d0 rows that set rank `set_rank` receives
+    (see module doc). Also the compiled op's output shape (custom_ops.py)."""
+    return d0 // set_size + (1 if set_rank < d0 % set_size else 0)
 
 
 def reducescatter_async(tensor, name=None, op=HorovodBasics.Average, process_set=global_process_set,

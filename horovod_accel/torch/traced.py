@@ -57,7 +57,10 @@ def constant_per_job(fn):
     def per_job():
         return fn()
     functools.update_wrapper(per_job, fn)
-    return torch.compiler.assume_constant_result(per_job)
+    # What torch.compiler.assume_constant_result does, without its import of
+    # torch._dynamo (a second at `import horovod.torch`, for every process).
+    per_job._dynamo_marked_constant = True
+    return per_job
 
 
 def forget_compiled_graphs():

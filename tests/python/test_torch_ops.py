@@ -42,6 +42,14 @@ def test_compiled_ops(np_):
     assert_all_ranks_ok(r, np_)
 
 
+def test_import_does_not_load_dynamo():
+    # The custom ops register at import; Dynamo (a second to import) loads
+    # only when the user compiles.
+    code = "import sys, horovod.torch; assert 'torch._dynamo' not in sys.modules"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
 def test_reduce_ops_without_response_cache_or_fusion():
     # The same results with every negotiation on the slow path and no fusion.
     r = run_job(2, SCRIPTS / "reduce_ops.py", HOROVOD_CACHE_CAPACITY=0, HOROVOD_FUSION_THRESHOLD=0)

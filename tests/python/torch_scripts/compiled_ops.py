@@ -224,8 +224,45 @@ def test_errors_keep_their_types_and_messages():
                 "the job still works after the errors")
 
 
+def test_process_set_and_a_new_job():
+    """Compiled collectives on a process set of all ranks but the last; and a
+    new job (shutdown, init) recompiles what was compiled before it (the
+    graphs held the old job's rank, size and set ids)."""
+    r, n = hvd.rank(), hvd.size()
+    graphs = []
+
+    def count(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    per_rank = torch.compile(lambda x: hvd.allreduce(x, op=hvd.Sum) * hvd.rank(), backend=count)
+    per_rank(torch.ones(2))
+    hvd.shutdown()
+    if n > 1:
+        ps = hvd.ProcessSet(list(range(n - 1)))
+        hvd.init(process_sets=[ps])
+    else:    # a set of every rank is the global set
+        ps = hvd.global_process_set
+        hvd.init()
+    check_equal(per_rank(torch.ones(2)), torch.full((2,), float(n * r)), "after re-init")
+    check(len(graphs) == 2, f"{len(graphs)} compilations across a new job, want 2")
+    if not ps.included():
+        return
+    m, k = ps.size(), ps.rank()
+    x = data((2 * m + 1, 2))
+
+    def on_set(t):
+        s = hvd.allreduce(t, op=hvd.Sum, process_set=ps, name="ps.ar")
+        g = hvd.allgather(t[:k + 1], process_set=ps)
+        b = hvd.broadcast(t, root_rank=m - 1, process_set=ps)
+        rs = hvd.reducescatter(t, op=hvd.Sum, process_set=ps)
+        return s, g, b, rs, hvd.synchronize(hvd.allreduce_async(t, process_set=ps))
+
+    assert_traces_like_eager("ops on a process set", on_set, x)
+
+
 if __name__ == "__main__":
     run([test_every_op_traces_and_matches_eager, test_in_place_forms_write_their_argument,
          test_gradients_match_eager, test_sync_batch_norm_compiles,
          test_no_recompilation_across_steps, test_errors_keep_their_types_and_messages,
-         test_inductor_compiles_collectives])
+         test_inductor_compiles_collectives, test_process_set_and_a_new_job])
