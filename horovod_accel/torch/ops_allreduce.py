@@ -8,6 +8,9 @@ Contracts shared by every op here:
   variants copy the result back into the original tensor.
 - Average is computed by the core (Sum, then x 1/process-set size, after
   postscale); integer results of scaling are truncated.
+- While torch.compile's Dynamo traces the caller, every public op emits a
+  `horovod::` custom op instead of running (traced.py, custom_ops.py,
+  docs/torch_compile.md); the eager path costs one flag check more.
 - Adasum (docs/design/adasum.md) works on floating-point CPU tensors of the
   global process set, at any number of ranks; another process set raises
   NotImplementedError like upstream, an integer tensor ValueError.
