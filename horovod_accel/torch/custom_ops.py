@@ -171,7 +171,8 @@ def _fake_handle(*args):
 @_op("allreduce", lambda t, name, op, pre, post, ps_id: _fake_same(t))
 def allreduce(t: torch.Tensor, name: Optional[str], op: int, pre: float, post: float,
               ps_id: int) -> torch.Tensor:
-    return synchronize(_ar._allreduce_async(t, False, name, op, pre, post, process_set_by_id(ps_id)))
+    return synchronize(_ar._allreduce_async(t, False, name, op, pre, post,
+                                            process_set_by_id(ps_id)))
 
 
 @_op("grouped_allreduce", lambda ts, name, op, pre, post, ps_id: [_fake_same(t) for t in ts])
@@ -233,7 +234,8 @@ def grouped_allgather_backward(gs: _Tensors, dims: list[int], ps_id: int) -> _Te
 @_op("allreduce_start", _fake_handle)
 def allreduce_start(t: torch.Tensor, name: Optional[str], op: int, pre: float, post: float,
                     ps_id: int) -> torch.Tensor:
-    return STARTED.add(_ar._allreduce_async(t, False, name, op, pre, post, process_set_by_id(ps_id)))
+    return STARTED.add(_ar._allreduce_async(t, False, name, op, pre, post,
+                                            process_set_by_id(ps_id)))
 
 
 @_op("grouped_allreduce_start", _fake_handle)
@@ -369,7 +371,8 @@ allreduce.register_autograd(_allreduce_grad, setup_context=_save_args(_REDUCE_AR
 grouped_allreduce.register_autograd(_grouped_allreduce_grad, setup_context=_save_args(_REDUCE_ARGS))
 allgather.register_autograd(_allgather_grad, setup_context=_allgather_setup)
 grouped_allgather.register_autograd(_grouped_allgather_grad, setup_context=_grouped_allgather_setup)
-broadcast.register_autograd(_broadcast_grad, setup_context=_save_args((None, "root", None, "ps_id")))
+broadcast.register_autograd(_broadcast_grad,
+                            setup_context=_save_args((None, "root", None, "ps_id")))
 alltoall.register_autograd(_alltoall_grad, setup_context=_save_args((None, None, None, "ps_id")))
 reducescatter.register_autograd(_reducescatter_grad, setup_context=_save_args(_REDUCE_ARGS))
 grouped_reducescatter.register_autograd(_grouped_reducescatter_grad,

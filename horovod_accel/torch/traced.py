@@ -111,17 +111,25 @@ def allreduce(tensor, name, compression, op, prescale_factor, postscale_factor, 
     return compression.decompress(reduced, ctx)
 
 
-def grouped_allreduce(tensors, name, compression, op, prescale_factor, postscale_factor,
-                      process_set):
-    ps_id = registered_id(process_set)
-    _check_adasum(op, ps_id)
+def _compressed_group(op_fn, tensors, name, compression, op, prescale_factor, postscale_factor,
+                      ps_id):
+    """A grouped reduction (op_fn: horovod::grouped_allreduce or
+    grouped_reducescatter) of compressed tensors, decompressed."""
     tensors = list(tensors)
     if not tensors:
         return []
     compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
-    reduced = _hvd.grouped_allreduce(list(compressed), _name(name), int(op),
-                                     float(prescale_factor), float(postscale_factor), ps_id)
+    reduced = op_fn(list(compressed), _name(name), int(op), float(prescale_factor),
+                    float(postscale_factor), ps_id)
     return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]
+
+
+def grouped_allreduce(tensors, name, compression, op, prescale_factor, postscale_factor,
+                      process_set):
+    ps_id = registered_id(process_set)
+    _check_adasum(op, ps_id)
+    return _compressed_group(_hvd.grouped_allreduce, tensors, name, compression, op,
+                             prescale_factor, postscale_factor, ps_id)
 
 
 def allgather(tensor, name, process_set):
@@ -163,14 +171,8 @@ def reducescatter(tensor, name, compression, op, prescale_factor, postscale_fact
 
 def grouped_reducescatter(tensors, name, compression, op, prescale_factor, postscale_factor,
                           process_set):
-    ps_id = registered_id(process_set)
-    tensors = list(tensors)
-    if not tensors:
-        return []
-    compressed, ctxs = zip(*[compression.compress(t) for t in tensors])
-    reduced = _hvd.grouped_reducescatter(list(compressed), _name(name), int(op),
-                                         float(prescale_factor), float(postscale_factor), ps_id)
-    return [compression.decompress(t, c) for t, c in zip(reduced, ctxs)]
+    return _compressed_group(_hvd.grouped_reducescatter, tensors, name, compression, op,
+                             prescale_factor, postscale_factor, registered_id(process_set))
 
 
 # ---------------------------------------------------------------- asynchronous

@@ -113,6 +113,19 @@ def test_in_place_forms_write_their_argument():
                 "allreduce_async_ result lands in its argument")
 
 
+def test_poll_of_a_traced_handle():
+    # A bool tensor (whether the op had completed when the graph ran: either
+    # value is right); the handle still synchronizes afterwards.
+    def step(x):
+        h = hvd.allreduce_async(x, op=hvd.Sum, name="polled")
+        done = hvd.poll(h)
+        return hvd.synchronize(h), done
+    x = data((3,))
+    out, done = torch.compile(step, fullgraph=True, backend="aot_eager")(x)
+    check(done.dtype == torch.bool and done.dim() == 0, f"poll gave {done!r}, want a bool scalar")
+    check_equal(out, hvd.allreduce(x, op=hvd.Sum), "synchronize after poll")
+
+
 def test_inductor_compiles_collectives():
     # The default backend: collectives stay extern calls between generated
     # kernels; values equal eager within float rounding of the fused code.
@@ -145,7 +158,8 @@ def test_gradients_match_eager():
     cases = [
         ("allreduce", lambda t: (hvd.allreduce(t, op=hvd.Sum, prescale_factor=2.0) * w).sum(), [x]),
         ("allreduce Average", lambda t: (hvd.allreduce(t) * w).sum(), [x]),
-        ("grouped_allreduce", lambda a, b: sum((y * y).sum() for y in hvd.grouped_allreduce([a, b])),
+        ("grouped_allreduce",
+         lambda a, b: sum((y * y).sum() for y in hvd.grouped_allreduce([a, b])),
          [x, x[0]]),
         ("allgather", lambda t: (hvd.allgather(t) * gw).sum(), [mine]),
         ("grouped_allgather", lambda t: sum((y * gw).sum() for y in hvd.grouped_allgather([t, t])),
@@ -205,7 +219,8 @@ def test_no_recompilation_across_steps():
 def test_errors_keep_their_types_and_messages():
     n = hvd.size()
     c = lambda fn: torch.compile(fn, backend="aot_eager")  # noqa: E731
-    expect_raises(ValueError, lambda: c(lambda x: hvd.allreduce(x))(torch.ones(2, dtype=torch.complex64)),
+    complex_input = torch.ones(2, dtype=torch.complex64)
+    expect_raises(ValueError, lambda: c(lambda x: hvd.allreduce(x))(complex_input),
                   "unsupported dtype", match="not supported")
     expect_raises(ValueError, lambda: c(lambda x: hvd.alltoall(x))(torch.ones(n + 1)) if n > 1
                   else (_ for _ in ()).throw(ValueError("divisible")),
@@ -220,7 +235,8 @@ def test_errors_keep_their_types_and_messages():
         expect_raises(hvd.HorovodInternalError,
                       lambda: c(lambda x: hvd.allreduce(x, name="mismatch"))(torch.ones(shape)),
                       "shape mismatch", match="mismatch")
-    check_equal(c(lambda x: hvd.allreduce(x, op=hvd.Sum))(torch.ones(2)), torch.full((2,), float(n)),
+    check_equal(c(lambda x: hvd.allreduce(x, op=hvd.Sum))(torch.ones(2)),
+                torch.full((2,), float(n)),
                 "the job still works after the errors")
 
 
@@ -265,4 +281,5 @@ if __name__ == "__main__":
     run([test_every_op_traces_and_matches_eager, test_in_place_forms_write_their_argument,
          test_gradients_match_eager, test_sync_batch_norm_compiles,
          test_no_recompilation_across_steps, test_errors_keep_their_types_and_messages,
-         test_inductor_compiles_collectives, test_process_set_and_a_new_job])
+         test_poll_of_a_traced_handle, test_inductor_compiles_collectives,
+         test_process_set_and_a_new_job])
