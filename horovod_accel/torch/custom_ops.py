@@ -137,9 +137,8 @@ def _fake_gathered(t):
 
 
 def _fake_scattered(t, ps_id):
-    if t.dim() == 0:
-        raise ValueError("reducescatter needs a tensor with at least one dimension (the result "
-                         "is split along dim 0); got a scalar. Use allreduce for scalars.")
+    # A scalar never gets here: the public ops reject it before tracing
+    # (ops_alltoall._check_reducescatter).
     set_rank, n = _set_shape(ps_id)
     return t.new_empty((_a2a.scattered_rows(t.shape[0], n, set_rank), *t.shape[1:]))
 
