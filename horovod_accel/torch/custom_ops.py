@@ -40,6 +40,7 @@ from horovod_accel.common.basics import HorovodBasics
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.handles import synchronize
 from horovod_accel.common.process_sets import process_set_by_id
+from horovod_accel.common.shapes import scattered_rows
 from horovod_accel.torch import ops_allreduce as _ar
 from horovod_accel.torch import ops_alltoall as _a2a
 from horovod_accel.torch import ops_gather as _ag
@@ -140,7 +141,7 @@ def _fake_scattered(t, ps_id):
     # A scalar never gets here: the public ops reject it before tracing
     # (ops_alltoall._check_reducescatter).
     set_rank, n = _set_shape(ps_id)
-    return t.new_empty((_a2a.scattered_rows(t.shape[0], n, set_rank), *t.shape[1:]))
+    return t.new_empty((scattered_rows(t.shape[0], n, set_rank), *t.shape[1:]))
 
 
 def _fake_alltoall(t, splits, ps_id):

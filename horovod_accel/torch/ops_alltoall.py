@@ -15,6 +15,7 @@ from horovod_accel.common.basics import HorovodBasics
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.process_sets import global_process_set
 from horovod_accel.common.process_sets import registered_id
+from horovod_accel.common.shapes import scattered_rows
 from horovod_accel.torch import tensors as _t
 from horovod_accel.torch.compression import Compression
 from horovod_accel.common.handles import submit, submit_internal
@@ -110,12 +111,6 @@ def _scattered_output(rt, ps_id, process_set, inp):
                          f"only members may run collectives on it.")
     rows = scattered_rows(inp.shape[0], rt.process_set_size(ps_id), set_rank)
     return torch.empty((rows, *inp.shape[1:]), dtype=inp.dtype, device=inp.device)
-
-
-def scattered_rows(d0, set_size, set_rank):
-    """Rows of a reducescatter of d0 rows that set rank `set_rank` receives
-    (see module doc). Also the compiled op's output shape (custom_ops.py)."""
-    return d0 // set_size + (1 if set_rank < d0 % set_size else 0)
 
 
 def reducescatter_async(tensor, name=None, op=HorovodBasics.Average, process_set=global_process_set,
