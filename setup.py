@@ -76,6 +76,9 @@ class CMakeBuild(build_ext):
             targets.append("hvda_tf_ops")
         # The MXNet engine library (csrc/mxnet): needs no MXNet to build either.
         targets.append("hvda_mxnet")
+        # The JAX FFI library (csrc/jax): needs jaxlib's XLA FFI headers; without
+        # them the target only says it was skipped.
+        targets.append("hvda_jax")
         jobs = os.environ.get("HVDA_BUILD_JOBS", str(os.cpu_count() or 2))
         configure_and_build(cmake, HERE, build_dir, cfg, targets, jobs, "horovod_accel")
 
@@ -92,6 +95,10 @@ class CMakeBuild(build_ext):
         mx_lib = os.path.join(built, "mxnet", "libhvda_mxnet.so")
         if os.path.exists(mx_lib):
             self.copy_file(mx_lib, os.path.join(package_dir, "mxnet", "libhvda_mxnet.so"),
+                           level=self.verbose)
+        jax_lib = os.path.join(built, "jax", "libhvda_jax.so")
+        if os.path.exists(jax_lib):
+            self.copy_file(jax_lib, os.path.join(package_dir, "jax", "libhvda_jax.so"),
                            level=self.verbose)
         tf_lib = os.path.join(built, "tensorflow", "libhvda_tf_ops.so")
         if os.path.exists(tf_lib):

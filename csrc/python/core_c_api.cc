@@ -34,30 +34,34 @@ const char* LastError() { return g_last_error.c_str(); }
 
 Runtime* AsRuntime(hvda_core_runtime* rt) { return reinterpret_cast<Runtime*>(rt); }
 
+// Calls done(user, result of w) for a completed Work, releasing its name
+// first so the framework may submit the same name again as soon as it learns
+// of the completion.
+void Deliver(Work* w, const Status& st, hvda_core_done_fn done, void* user) {
+  w->ReleaseName();
+  hvda_core_result r{};
+  r.struct_size = sizeof(r);
+  r.status = static_cast<int32_t>(st.code());
+  r.message = st.reason().c_str();
+  if (st.ok() && w->output) {
+    r.output = w->output->data();
+    r.output_bytes = w->output->bytes();
+    r.output_shape = w->output_shape.data();
+    r.output_ndim = static_cast<int32_t>(w->output_shape.size());
+  }
+  r.received_splits = w->received_splits.data();
+  r.num_received_splits = static_cast<int32_t>(w->received_splits.size());
+  r.join_result = w->join_result;
+  done(user, &r);
+}
+
 // Runs `done` when w completes (on the completing thread, or at once if it
-// already has). The name is released first, so the framework may submit the
-// same name again as soon as it learns of the completion. The Work is kept
-// alive by whoever completes it (the core's entry, or our caller when it is
-// already complete), so a raw pointer suffices.
+// already has). The Work is kept alive by whoever completes it (the core's
+// entry, or our caller when it is already complete), so a raw pointer
+// suffices.
 void Attach(const std::shared_ptr<Work>& w, hvda_core_done_fn done, void* user) {
   Work* raw = w.get();
-  raw->OnComplete([raw, done, user](const Status& st) {
-    raw->ReleaseName();
-    hvda_core_result r{};
-    r.struct_size = sizeof(r);
-    r.status = static_cast<int32_t>(st.code());
-    r.message = st.reason().c_str();
-    if (st.ok() && raw->output) {
-      r.output = raw->output->data();
-      r.output_bytes = raw->output->bytes();
-      r.output_shape = raw->output_shape.data();
-      r.output_ndim = static_cast<int32_t>(raw->output_shape.size());
-    }
-    r.received_splits = raw->received_splits.data();
-    r.num_received_splits = static_cast<int32_t>(raw->received_splits.size());
-    r.join_result = raw->join_result;
-    done(user, &r);
-  });
+  raw->OnComplete([raw, done, user](const Status& st) { Deliver(raw, st, done, user); });
 }
 
 Status ToArgs(const hvda_core_op& op, EnqueueArgs* a) {
@@ -95,28 +99,51 @@ Status ToArgs(const hvda_core_op& op, EnqueueArgs* a) {
   return Status::OK();
 }
 
+// Validates and enqueues ops; *works receives one Work per op.
+int32_t EnqueueWorks(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n,
+                     std::vector<std::shared_ptr<Work>>* works) {
+  if (rt == nullptr || ops == nullptr || n < 1)
+    return Fail(StatusCode::kInvalidArgument, "enqueue: no runtime or no ops");
+  std::vector<EnqueueArgs> args(n);
+  for (int32_t i = 0; i < n; ++i) {
+    Status st = ToArgs(ops[i], &args[i]);
+    if (!st.ok()) return Fail(st);
+    if (ops[i].process_set_id != ops[0].process_set_id)
+      return Fail(StatusCode::kInvalidArgument,
+                  "grouped op '" + args[i].name + "': every tensor of a group must use the same "
+                  "process set");
+  }
+  Status st = AsRuntime(rt)->Enqueue(std::move(args), works);
+  return st.ok() ? HVDA_CORE_OK : Fail(st);
+}
+
 int32_t Enqueue(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n) {
   try {
-    if (rt == nullptr || ops == nullptr || n < 1)
-      return Fail(StatusCode::kInvalidArgument, "enqueue: no runtime or no ops");
-    std::vector<EnqueueArgs> args(n);
-    for (int32_t i = 0; i < n; ++i) {
-      Status st = ToArgs(ops[i], &args[i]);
-      if (!st.ok()) return Fail(st);
-      if (ops[i].process_set_id != ops[0].process_set_id)
-        return Fail(StatusCode::kInvalidArgument,
-                    "grouped op '" + args[i].name + "': every tensor of a group must use the same "
-                    "process set");
-    }
     std::vector<std::shared_ptr<Work>> works;
-    Status st = AsRuntime(rt)->Enqueue(std::move(args), &works);
-    if (!st.ok()) return Fail(st);
+    int32_t rc = EnqueueWorks(rt, ops, n, &works);
+    if (rc != HVDA_CORE_OK) return rc;
     for (int32_t i = 0; i < n; ++i) Attach(works[i], ops[i].done, ops[i].done_user);
     AsRuntime(rt)->RequestProgress();  // nobody Waits on these Works
     return HVDA_CORE_OK;
   } catch (const std::exception& e) {
     return Fail(StatusCode::kUnknown, std::string("enqueue failed: ") + e.what());
   }
+}
+
+int32_t EnqueueWait(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n) {
+  std::vector<std::shared_ptr<Work>> works;
+  try {
+    int32_t rc = EnqueueWorks(rt, ops, n, &works);
+    if (rc != HVDA_CORE_OK) return rc;
+  } catch (const std::exception& e) {
+    return Fail(StatusCode::kUnknown, std::string("enqueue failed: ") + e.what());
+  }
+  // Wait drives the cycles from this thread; it ends when the op completes,
+  // which every failure path (a mismatch, a lost peer, shutdown, the
+  // deadlock timeout) guarantees, so no deadline is needed here.
+  for (const auto& w : works) w->Wait(-1.0);
+  for (int32_t i = 0; i < n; ++i) Deliver(works[i].get(), works[i]->status(), ops[i].done, ops[i].done_user);
+  return HVDA_CORE_OK;
 }
 
 int32_t EnqueueJoin(hvda_core_runtime* rt, int32_t device, hvda_core_done_fn done, void* user) {
@@ -207,7 +234,7 @@ int32_t SetSize(hvda_core_runtime* rt, int32_t id, int32_t* size) {
 const hvda_core_api_v1 kApi = {
     sizeof(hvda_core_api_v1), HVDA_CORE_API_MAJOR, HVDA_CORE_API_MINOR, &LastError, &Enqueue,
     &EnqueueJoin,             &EnqueueBarrier,     &Topology,           &SetIncluded, &SetRank,
-    &SetSize,
+    &SetSize,                 &EnqueueWait,
 };
 
 }  // namespace

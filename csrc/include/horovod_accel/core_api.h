@@ -1,6 +1,6 @@
 /*
- * horovod_accel core C API, version 1.0: how framework kernels (the
- * TensorFlow op library, csrc/tensorflow/) reach the core's Runtime without
+ * horovod_accel core C API, version 1.1: how framework kernels (the
+ * TensorFlow op library, csrc/tensorflow/; the JAX FFI handlers, csrc/jax/) reach the core's Runtime without
  * linking it and without any C++ type crossing the boundary.
  *
  * The _core extension owns one table (hvda_core_api_v1) and hands out its
@@ -33,6 +33,9 @@
  * fails, no `done` is called for any op of that call.
  * Before `done` runs, the op's name is released (a new op may reuse it at
  * once: frameworks have no synchronize() that would release it).
+ *
+ * enqueue_wait() (1.1) is the blocking form for callers that may block their
+ * thread until the op is done (an XLA custom call): see its comment.
  */
 #ifndef HOROVOD_ACCEL_CORE_API_H_
 #define HOROVOD_ACCEL_CORE_API_H_
@@ -45,7 +48,7 @@ extern "C" {
 #endif
 
 #define HVDA_CORE_API_MAJOR 1
-#define HVDA_CORE_API_MINOR 0
+#define HVDA_CORE_API_MINOR 1
 
 #define HVDA_CORE_HAS_FIELD(ptr, type, field) \
   ((ptr) != NULL && (ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
@@ -154,6 +157,20 @@ typedef struct hvda_core_api_v1 {
   int32_t (*process_set_included)(hvda_core_runtime* rt, int32_t id, int32_t* included);
   int32_t (*process_set_rank)(hvda_core_runtime* rt, int32_t id, int32_t* rank);
   int32_t (*process_set_size)(hvda_core_runtime* rt, int32_t id, int32_t* size);
+
+  /* ---- 1.1 ---- */
+  /* Enqueues like enqueue() (same validation, same group rule), then blocks
+   * the calling thread until every op of the call has completed, running the
+   * core's negotiation cycles on this thread meanwhile, as the Python
+   * adapters' synchronize() does (NOTE [Inline cycles], cycle_loop.h): a small
+   * op completes without a hand-off to the background thread, and this thread
+   * counts as waiting for the deadlock detection. Each op's `done` is called
+   * on the calling thread, in op order, after all ops completed and before
+   * enqueue_wait returns; `done` may therefore block or copy at leisure.
+   * Returns HVDA_CORE_OK when the ops were enqueued (their outcomes go to
+   * `done`), else the enqueue failure (no `done` called). Never call it from
+   * a `done` callback or from a core thread. */
+  int32_t (*enqueue_wait)(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n);
 } hvda_core_api_v1;
 
 #ifdef __cplusplus
