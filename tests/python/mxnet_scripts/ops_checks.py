@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "job_lib"))
 os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"  # process_set_ops_and_non_members adds one
 
 import mxnet as mx  # noqa: E402
@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 from mxnet.base import MXNetError  # noqa: E402
 
 import horovod.mxnet as hvd  # noqa: E402
-from _harness import check, close, equal, main, raises  # noqa: E402
+from check_harness import check, close, equal, main, raises  # noqa: E402
 
 DTYPES = ["float16", "float32", "float64", "int32", "int64", "uint8", "int8"]
 SHAPES = [(5,), (3, 4)]

@@ -11,7 +11,7 @@ import sys
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "job_lib"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "examples", "mxnet"))
 
 import mxnet as mx  # noqa: E402
@@ -20,7 +20,7 @@ from mxnet import autograd, gluon  # noqa: E402
 
 import horovod.mxnet as hvd  # noqa: E402
 import digits_data  # noqa: E402
-from _harness import check, close, main  # noqa: E402
+from check_harness import check, close, main  # noqa: E402
 
 IN, HIDDEN, OUT = 6, 16, 3
 LOCAL, STEPS = 4, 4

@@ -1,7 +1,7 @@
-"""Check registry for the MXNet job scripts (run by tests/python/test_mxnet.py
-through horovodrun with the MXNet venv's python; every rank runs the same
-script). A check raises on failure; `main()` runs them in order, prints
-'PASS <name>' per check and stops at the first failure (the ranks could
+"""Check registry for job scripts of the framework adapters (mxnet_scripts/,
+jax_scripts/: run by their tests through horovodrun; every rank runs the
+same script; `main(hvd)` takes the adapter module). A check raises on
+failure; `main()` runs them in order, prints 'PASS <name>' per check and stops at the first failure (the ranks could
 disagree on what comes next, so going on could hang). Expected values are
 computed locally from data that is a function of (rank, index)."""
 import sys
