@@ -154,6 +154,7 @@ EXTRAS = {
     "tensorflow-cpu": ["tensorflow-cpu>=2.21,<2.22"],
     "keras": ["tensorflow>=2.21,<2.22"],
     "mxnet": ["mxnet==1.9.1", "numpy<1.24"],
+    "jax": ["jax>=0.10.2,<0.11", "jaxlib>=0.10.2,<0.11", "optax"],
     "spark": ["pyspark>=4.3,<4.4", "pyarrow", "fsspec"],
     "ray": ["ray>=2.60,<2.61"],
     "test": ["pytest", "numpy", "mock", "parameterized"],

@@ -29,6 +29,9 @@ fi
 echo "==> installing Python packages"
 .venv/bin/pip install -q --upgrade pip >/dev/null
 .venv/bin/pip install -q "torch==2.13.0" "torchvision==0.28.0" "tensorflow-cpu==2.21.0" numpy pytest mock parameterized cloudpickle pybind11 setuptools wheel scikit-learn
+# JAX (horovod.jax): installed before the build, whose JAX FFI library
+# (csrc/jax) compiles against jaxlib's XLA FFI headers.
+.venv/bin/pip install -q "jax==0.10.2" "jaxlib==0.10.2" "optax==0.2.8"
 command -v cmake >/dev/null 2>&1 || .venv/bin/pip install -q cmake
 MPICC=mpicc.openmpi .venv/bin/pip install -q mpi4py || echo "(mpi4py unavailable: the mpi4py benchmark peer will be skipped)"
 # Cluster integrations: Spark (JDK 17 + pyspark 4).

@@ -21,6 +21,19 @@ _BUILD_HINT = ("It is built when jaxlib is installed at build time (its XLA FFI 
                "`cmake --build <build dir> --target hvda_jax`).")
 
 
+def _library_path():
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIB_FILE)
+
+
+def missing_library():
+    """Why collectives cannot run inside jax.jit in this install (the FFI
+    library is not built), or None. Does not load anything."""
+    path = _library_path()
+    if os.path.exists(path):
+        return None
+    return f"horovod_accel's JAX library ({path}) is not built. {_BUILD_HINT}"
+
+
 class _Link:
     """The loaded library, once registered and connected."""
 
@@ -39,10 +52,10 @@ class _Link:
 def _load_and_connect():
     import jax  # noqa: PLC0415
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIB_FILE)
-    if not os.path.exists(path):
-        raise RuntimeError(f"horovod_accel's JAX library ({path}) is not built, so Horovod's "
-                           f"collectives cannot run inside jax.jit. {_BUILD_HINT}")
+    missing = missing_library()
+    if missing is not None:
+        raise RuntimeError(f"Horovod's collectives cannot run inside jax.jit: {missing}")
+    path = _library_path()
     lib = ctypes.CDLL(path)
     setter = lib.hvda_jax_set_core_api
     setter.argtypes = [ctypes.c_size_t, ctypes.c_size_t]

@@ -11,7 +11,8 @@ import sys
 
 from horovod_accel.common.install_info import editable, how_to_fix_core
 
-_FRAMEWORKS = [("TensorFlow", "tensorflow"), ("PyTorch", "torch"), ("MXNet", "mxnet")]
+_FRAMEWORKS = [("TensorFlow", "tensorflow"), ("PyTorch", "torch"), ("MXNet", "mxnet"),
+               ("JAX", "jax")]
 
 
 class CoreNotBuilt(RuntimeError):
@@ -79,16 +80,21 @@ def framework_status(module):
     """(available, why): available when the framework is installed and
     horovod_accel's adapter for it imports (for TensorFlow that loads the op
     library, horovod_accel/tensorflow/libhvda_tf_ops.so, and connects it to
-    the core); why: None when available or not installed, else the adapter's
+    the core; for JAX its FFI library must be built as well); why: None when available or not installed, else the adapter's
     import error."""
     if importlib.util.find_spec(module) is None:
         return False, None
     adapter = f"horovod_accel.{module}"
     try:
         importlib.import_module(adapter)
-        return True, None
     except Exception as e:  # any failure means the adapter is unusable
         return False, f"{module} is installed but {adapter} failed to import: {e!r}"
+    if module == "jax":
+        # Eager ops work without it, but a JAX user's collectives run inside jax.jit.
+        from horovod_accel.jax.xla_link import missing_library  # noqa: PLC0415
+        why = missing_library()
+        return why is None, why
+    return True, None
 
 
 def framework_available(module, verbose=False):
@@ -111,8 +117,8 @@ def render(info, frameworks, plugins=(), why=None):
     controllers = [c.lower() for c in info.get("controllers", [])]
     lines = [f"Horovod v{info.get('version', horovod_version())}:", "", "Available Frameworks:"]
     for name, _ in _FRAMEWORKS:
-        lines.append(f"    {box(frameworks[name])} {name}")
-        if not frameworks[name] and why.get(name):
+        lines.append(f"    {box(frameworks.get(name))} {name}")
+        if not frameworks.get(name) and why.get(name):
             lines.append(f"        not available: {why[name]}")
     lines += ["", "Available Controllers:",
               f"    {box('mpi' in controllers)} MPI",

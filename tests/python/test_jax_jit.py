@@ -31,3 +31,9 @@ def test_ffi_library_links_no_framework():
     exported = subprocess.run(["nm", "-D", "--defined-only", str(LIBRARY)], capture_output=True,
                               text=True).stdout.split()
     assert "hvda_jax_collective_cpu" in exported and "hvda_jax_set_core_api" in exported
+
+
+def test_check_build_lists_jax():
+    r = subprocess.run([str(REPO / ".venv" / "bin" / "horovodrun"), "--check-build"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "    [X] JAX" in r.stdout, r.stdout + r.stderr

@@ -147,7 +147,8 @@ def test_check_build_render():
     text = check_build.render(info, {"TensorFlow": False, "PyTorch": True, "MXNet": False})
     assert text.splitlines()[:5] == ["Horovod v0.1.0:", "", "Available Frameworks:",
                                      "    [ ] TensorFlow", "    [X] PyTorch"]
-    for line in ["    [ ] MPI", "    [X] Gloo", "    [ ] NCCL", "    [X] Shared memory (shm)"]:
+    for line in ["    [ ] MPI", "    [X] Gloo", "    [ ] NCCL", "    [X] Shared memory (shm)",
+                 "    [ ] JAX"]:
         assert line in text
 
 
