@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from launch_util import REPO, assert_every_rank_passed, check_names, horovodrun_script
+from launch_util import (REPO, assert_every_rank_passed, check_names, horovodrun,
+                         horovodrun_script)
 
 pytest.importorskip("jax", reason="jax is not installed: `bash scripts/setup.sh` installs it")
 LIBRARY = REPO / "horovod_accel" / "jax" / "libhvda_jax.so"
@@ -34,6 +35,5 @@ def test_ffi_library_links_no_framework():
 
 
 def test_check_build_lists_jax():
-    r = subprocess.run([str(REPO / ".venv" / "bin" / "horovodrun"), "--check-build"],
-                       capture_output=True, text=True, timeout=120)
+    r = horovodrun(["--check-build"], 120)
     assert r.returncode == 0 and "    [X] JAX" in r.stdout, r.stdout + r.stderr
