@@ -238,7 +238,11 @@ def test_core_wheel_holds_the_core_and_no_framework(wheels):
     # So is the MXNet engine library (csrc/mxnet, docs/mxnet.md): no MXNet at build time.
     mx_ops = "horovod_accel/mxnet/libhvda_mxnet.so"
     assert mx_ops in names, f"the MXNet engine library is missing: {names}"
-    allowed = shims | {tf_ops, mx_ops}
+    # And the JAX FFI library (csrc/jax, docs/design/jax.md): XLA's FFI headers
+    # at build time (the build venv has jaxlib), nothing of jaxlib at run time.
+    jax_ffi = "horovod_accel/jax/libhvda_jax.so"
+    assert jax_ffi in names, f"the JAX FFI library is missing: {names}"
+    allowed = shims | {tf_ops, mx_ops, jax_ffi}
     assert not any(n.endswith(".so") and "_core" not in n and n not in allowed for n in names), \
         f"the core wheel must hold no device plugin: {names}"
     requires = re.findall(r"^Requires-Dist: (.*)$", meta, re.M)
