@@ -1,7 +1,9 @@
-// The XLA FFI handler that runs one Horovod collective (or one group) inside
-// a compiled JAX program: hvda_jax_collective_cpu, registered by
-// horovod_accel/jax/xla_link.py as the custom-call target
-// "hvda_collective" for the "cpu" platform.
+// The XLA FFI handlers that run one Horovod collective (or one group) inside
+// a compiled JAX program, registered by horovod_accel/jax/xla_link.py as the
+// custom-call target "hvda_collective": hvda_jax_collective_cpu for the "cpu"
+// platform (host buffers), hvda_jax_collective_cuda for "CUDA" (device
+// buffers, XLA's stream handed to the core, which serves them through the
+// CUDA device plugin: no host staging).
 //
 // Call contract (what horovod_accel/jax/xla_lowering.py emits):
 //   operands: an ordering token, then the n >= 1 input buffers;
@@ -23,7 +25,15 @@
 // lowering aliases the output to the input, both are one buffer); allgather
 // and alltoall receive a core-allocated result (its size is known only after
 // negotiation) and copy it into XLA's output, whose size was fixed at trace
-// time: a different size is an error that says why.
+// time: a different size is an error that says why. On CUDA those two are
+// refused (core_api.h offers no device-allocated results yet; the Python
+// side says so at trace time).
+//
+// CUDA ordering: XLA launches the kernels producing the inputs on its stream
+// before calling the handler, possibly not yet run. The core records an event
+// on that stream and its communicator's stream waits for it; the handler
+// returns once the collective has written the outputs, so the kernels XLA
+// launches after it read finished data.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -112,9 +122,17 @@ bool CoreAllocatesOutput(int32_t kind) {
   return kind == HVDA_CORE_ALLGATHER || kind == HVDA_CORE_ALLTOALL;
 }
 
-ffi::Error Collective(ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t kind,
-                      std::string_view name, int64_t process_set, int64_t reduce_op,
-                      double prescale, double postscale, int64_t root_rank) {
+// Where the buffers of a call live: host (device_type null) or an
+// accelerator's memory with XLA's stream for it.
+struct Placement {
+  const char* device_type = nullptr;
+  int32_t device = -1;
+  void* stream = nullptr;
+};
+
+ffi::Error Collective(const Placement& where, ffi::RemainingArgs args, ffi::RemainingRets rets,
+                      int64_t kind, std::string_view name, int64_t process_set,
+                      int64_t reduce_op, double prescale, double postscale, int64_t root_rank) {
   const std::string link = LinkError();
   if (!link.empty()) return Failure(ffi::ErrorCode::kFailedPrecondition, link);
   // Operand 0 and result 0 are the ordering token.
@@ -151,6 +169,10 @@ ffi::Error Collective(ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t 
     op.process_set_id = static_cast<int32_t>(process_set);
     op.input = in->untyped_data();
     if (CoreAllocatesOutput(op.type)) {
+      if (where.device_type != nullptr)
+        return Failure(ffi::ErrorCode::kUnimplemented,
+                       "tensor '" + names[i] + "': allgather and alltoall inside jax.jit run on "
+                       "CPU arrays only for now");
       op.output = nullptr;
       slots[i].copy_to = (*out)->untyped_data();
       slots[i].copy_bytes = (*out)->size_bytes();
@@ -168,6 +190,9 @@ ffi::Error Collective(ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t 
     op.num_splits = 0;
     op.done = &Done;
     op.done_user = &slots[i];
+    op.device_type = where.device_type;
+    op.device = where.device;
+    op.stream = where.stream;
   }
   const hvda_core_api_v1* api = CoreApi();
   int32_t rc = api->enqueue_wait(CoreRuntime(), ops.data(), static_cast<int32_t>(n));
@@ -177,22 +202,49 @@ ffi::Error Collective(ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t 
   return ffi::Error::Success();
 }
 
+ffi::Error CollectiveCpu(ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t kind,
+                         std::string_view name, int64_t process_set, int64_t reduce_op,
+                         double prescale, double postscale, int64_t root_rank) {
+  return Collective(Placement{}, args, rets, kind, name, process_set, reduce_op, prescale,
+                    postscale, root_rank);
+}
+
+// The device type the CUDA plugin serves (the name torch's tensors carry too).
+constexpr char kCudaDeviceType[] = "cuda";
+
+ffi::Error CollectiveCuda(void* stream, int32_t device_ordinal, ffi::RemainingArgs args,
+                          ffi::RemainingRets rets, int64_t kind, std::string_view name,
+                          int64_t process_set, int64_t reduce_op, double prescale,
+                          double postscale, int64_t root_rank) {
+  return Collective(Placement{kCudaDeviceType, device_ordinal, stream}, args, rets, kind, name,
+                    process_set, reduce_op, prescale, postscale, root_rank);
+}
+
 }  // namespace
 }  // namespace hvda_jax
 
-// Exported (the library builds with hidden visibility): Python hands its
-// address to jax.ffi.register_ffi_target.
+// Exported (the library builds with hidden visibility): Python hands their
+// addresses to jax.ffi.register_ffi_target.
 extern "C" __attribute__((visibility("default"))) XLA_FFI_Error* hvda_jax_collective_cpu(
     XLA_FFI_CallFrame* call_frame);
+extern "C" __attribute__((visibility("default"))) XLA_FFI_Error* hvda_jax_collective_cuda(
+    XLA_FFI_CallFrame* call_frame);
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(hvda_jax_collective_cpu, hvda_jax::Collective,
+#define HVDA_JAX_COLLECTIVE_ATTRS                \
+  .RemainingArgs()                               \
+      .RemainingRets()                           \
+      .Attr<int64_t>("kind")                     \
+      .Attr<std::string_view>("name")            \
+      .Attr<int64_t>("process_set")              \
+      .Attr<int64_t>("reduce_op")                \
+      .Attr<double>("prescale")                  \
+      .Attr<double>("postscale")                 \
+      .Attr<int64_t>("root_rank")
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(hvda_jax_collective_cpu, hvda_jax::CollectiveCpu,
+                              xla::ffi::Ffi::Bind() HVDA_JAX_COLLECTIVE_ATTRS);
+// The stream as void*: no CUDA header is needed (the plugin knows its type).
+XLA_FFI_DEFINE_HANDLER_SYMBOL(hvda_jax_collective_cuda, hvda_jax::CollectiveCuda,
                               xla::ffi::Ffi::Bind()
-                                  .RemainingArgs()
-                                  .RemainingRets()
-                                  .Attr<int64_t>("kind")
-                                  .Attr<std::string_view>("name")
-                                  .Attr<int64_t>("process_set")
-                                  .Attr<int64_t>("reduce_op")
-                                  .Attr<double>("prescale")
-                                  .Attr<double>("postscale")
-                                  .Attr<int64_t>("root_rank"));
+                                  .Ctx<xla::ffi::PlatformStream<void*>>()
+                                  .Ctx<xla::ffi::DeviceOrdinal>() HVDA_JAX_COLLECTIVE_ATTRS);

@@ -91,6 +91,15 @@ Status ToArgs(const hvda_core_op& op, EnqueueArgs* a) {
   a->dtype = static_cast<DataType>(op.dtype);
   if (op.ndim > 0) a->shape.assign(op.shape, op.shape + op.ndim);
   a->device = -1;
+  if (HVDA_CORE_HAS_FIELD(&op, hvda_core_op, stream) && op.device_type != nullptr) {
+    if (op.output == nullptr)
+      return Status::InvalidArgument("tensor '" + std::string(op.name) + "': an accelerator op "
+                                     "through the core C API needs a caller-allocated output "
+                                     "(allgather and alltoall on devices are not offered yet)");
+    a->device = op.device;
+    a->device_type = op.device_type;
+    a->stream = op.stream;
+  }
   a->op = static_cast<ReduceOp>(op.reduce_op);
   a->prescale = op.prescale;
   a->postscale = op.postscale;

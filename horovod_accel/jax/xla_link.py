@@ -66,7 +66,18 @@ def _load_and_connect():
                            f"1.1 or later). {_BUILD_HINT}")
     jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(lib.hvda_jax_collective_cpu),
                                 platform="cpu")
+    if _has_backend(jax, "cuda"):
+        # Device buffers on XLA's stream, served by the CUDA device plugin.
+        jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(lib.hvda_jax_collective_cuda),
+                                    platform="CUDA")
     return lib
+
+
+def _has_backend(jax, platform):
+    try:
+        return bool(jax.devices(platform))
+    except RuntimeError:  # no such backend in this jaxlib, or no device
+        return False
 
 
 LINK = _Link()

@@ -122,6 +122,13 @@ def core_name(kind, name, grouped, module_context):
 
 def _lowering(ctx, *args, kind, name, grouped, process_set_id, set_size, set_rank, reduce_op,
               prescale, postscale, root_rank):
+    platforms = tuple(ctx.module_context.platforms)
+    if kind in (ALLGATHER, ALLTOALL) and platforms != ("cpu",):
+        raise NotImplementedError(
+            f"horovod {KIND_NAMES[kind]} inside jax.jit runs on CPU arrays only for now (this "
+            f"program is compiled for {', '.join(platforms)}): the core returns its result in "
+            f"memory it allocates, which it does not do on accelerators yet. Call it outside jit "
+            f"(through host memory), or on CPU arrays.")
     token = ctx.tokens_in.get(COLLECTIVE_EFFECT)
     n = len(args)
     # In-place where the result has the input's shape: XLA gives the call one
@@ -143,7 +150,10 @@ def _lowering(ctx, *args, kind, name, grouped, process_set_id, set_size, set_ran
     return results[1:]
 
 
-_mlir.register_lowering(collective_p, _lowering, platform="cpu")
+# CUDA: the handler takes XLA's stream and hands it, with the device buffers,
+# to the core's CUDA device plugin (csrc/jax/collective_handler.cc).
+for _platform in ("cpu", "cuda"):
+    _mlir.register_lowering(collective_p, _lowering, platform=_platform)
 
 
 def _batch_rule(args, dims, *, kind, **params):

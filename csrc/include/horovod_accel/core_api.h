@@ -100,8 +100,9 @@ typedef struct hvda_core_result {
 
 typedef void (*hvda_core_done_fn)(void* user, const hvda_core_result* result);
 
-/* One operation. Buffers are host memory, C-contiguous, owned by the caller
- * and must stay valid until `done` has been called. */
+/* One operation. Buffers are C-contiguous, owned by the caller and must stay
+ * valid until `done` has been called. They are host memory unless
+ * `device_type` (1.1) names an accelerator. */
 typedef struct hvda_core_op {
   size_t struct_size;
   int32_t type;              /* hvda_core_op_type */
@@ -121,6 +122,18 @@ typedef struct hvda_core_op {
   int32_t num_splits;
   hvda_core_done_fn done;    /* required */
   void* done_user;
+  /* ---- 1.1 ---- */
+  /* NULL (and for 1.0 callers): input/output are host memory. Else the
+   * accelerator type a device plugin serves (e.g. "cuda"); input/output are
+   * that device's memory, on device index `device`. The core reads the input
+   * only after the framework's native `stream` (NULL: the device's default
+   * stream) has reached the point where the op was enqueued (it records an
+   * event there), and the op completes once the output is written. Core-
+   * allocated outputs (allgather, alltoall) are not offered for devices yet:
+   * enqueue refuses them. */
+  const char* device_type;
+  int32_t device;
+  void* stream;
 } hvda_core_op;
 
 /* Topology queries for hvda_core_api_v1.topology. */
