@@ -87,13 +87,12 @@ def framework_status(module):
     adapter = f"horovod_accel.{module}"
     try:
         importlib.import_module(adapter)
+        if module == "jax":
+            # Eager ops work without it, but a JAX user's collectives run inside jax.jit.
+            missing = importlib.import_module("horovod_accel.jax.xla_link").missing_library()
+            return missing is None, missing
     except Exception as e:  # any failure means the adapter is unusable
         return False, f"{module} is installed but {adapter} failed to import: {e!r}"
-    if module == "jax":
-        # Eager ops work without it, but a JAX user's collectives run inside jax.jit.
-        from horovod_accel.jax.xla_link import missing_library  # noqa: PLC0415
-        why = missing_library()
-        return why is None, why
     return True, None
 
 
