@@ -19,7 +19,8 @@
 #   build_plugin the CUDA plugin (build/devices/libhorovod_accel_cuda.so),
 #                as tests/python/test_accel_device.py builds it
 #   check_build  horovodrun --check-build (the plugin through HOROVOD_ACCEL_PLUGINS)
-#   ours         pytest tests/python/test_accel_device.py::test_cuda_ops_and_training
+#   ours         pytest tests/python/test_accel_device.py::test_cuda_ops_and_training and
+#                ::test_cuda_jax_inside_jit (JAX arrays on the GPU inside jax.jit)
 #   bench        benchmarks/device_overhead.py --device cuda --runs 3
 #   upstream     upstream Horovod v0.28.1's test/parallel/test_torch.py,
 #                unchanged, through our horovodrun at np 1 (--gloo), cuda
@@ -105,7 +106,8 @@ main() {
   step build_plugin 300 build_plugin
   step check_build 120 horovodrun --check-build
   step ours "${OURS_TIMEOUT:-300}" python3 -m pytest -v -p no:cacheprovider -rfEs \
-    tests/python/test_accel_device.py::test_cuda_ops_and_training
+    tests/python/test_accel_device.py::test_cuda_ops_and_training \
+    tests/python/test_accel_device.py::test_cuda_jax_inside_jit
   step bench "${BENCH_TIMEOUT:-150}" python3 benchmarks/device_overhead.py --device cuda \
     --runs "${BENCH_RUNS:-3}" --plugin "$PLUGIN"
   cp -r "$REPO/.gpu/upstream/test" "$SCR/test"

@@ -17,13 +17,14 @@ import emulated_build
 from launch_util import REPO, job_env
 
 SCRIPT = REPO / "tests" / "python" / "device_scripts" / "device_ops.py"
+JAX_SCRIPT = REPO / "tests" / "python" / "device_scripts" / "jax_device_ops.py"
 
 
-def _run(wrapper, np_, device_type, timeout=600, **env):
+def _run(wrapper, np_, device_type, timeout=600, script=SCRIPT, **env):
     """device_ops.py at np_ ranks through horovodrun, under scripts/<wrapper>
     (None: the environment as is); asserts every rank passed every check."""
     cmd = [sys.executable, "-m", "horovod_accel.runner.launch", "-np", str(np_), sys.executable,
-           str(SCRIPT), device_type]
+           str(script), device_type]
     if wrapper:
         cmd = ["bash", str(REPO / "scripts" / wrapper), *cmd]
     try:
@@ -59,6 +60,29 @@ def test_cuda_ops_and_training():
     # NCCL runs one rank per GPU: np 2 where two GPUs exist; on a one-GPU
     # machine np 1 (the plugin, its streams and a one-rank communicator).
     _run(None, min(2, torch.cuda.device_count()), "cuda", HOROVOD_ACCEL_PLUGINS=plugin)
+
+
+def _jax_gpus():
+    try:
+        import jax  # noqa: PLC0415
+        return len(jax.devices("gpu"))
+    except Exception:  # no jax, or no GPU backend in it
+        return 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or not _jax_gpus(),
+                    reason="no JAX CUDA backend with a GPU here: JAX arrays on a GPU run on GPU "
+                           "machines (the CPU platform is covered by test_jax_jit.py)")
+def test_cuda_jax_inside_jit():
+    plugin = REPO / "build" / "devices" / "libhorovod_accel_cuda.so"
+    subprocess.run(["bash", "-c", ". scripts/emulated_env.sh && _hvda_build csrc/devices "
+                    "build/devices horovod_accel_cuda"], cwd=str(REPO), check=True, timeout=900)
+    out = _run(None, min(2, _jax_gpus()), "cuda", script=JAX_SCRIPT,
+               HOROVOD_ACCEL_PLUGINS=plugin)
+    for name in ("allreduce_ops_dtypes_and_scales", "grouped_broadcast_reducescatter",
+                 "gradient_and_train_step", "allgather_inside_jit_is_refused_with_the_reason"):
+        assert f"PASS {name}" in out
+    print(*[line for line in out.splitlines() if "INFO" in line], sep="\n")
 
 
 def _gcu_device_env(**extra):
