@@ -1,18 +1,16 @@
 """Every horovod.jax collective on concrete arrays (the eager path), every
 dtype, process sets, zero-length and odd-sized arrays, pytrees, object
-collectives, join/barrier, argument errors and a cross-rank mismatch:
-    horovodrun -np N python tests/python/jax_scripts/eager_ops.py
-and, where horovod_accel/jax/xla_ops.py exists, the same ops inside
-jax.jit against the eager results. Values are small integers f(rank,
+collectives, join/barrier, argument errors and a cross-rank mismatch, and
+the same ops inside jax.jit (xla_ops.py) against the eager results:
+    horovodrun -np N python tests/python/jax_scripts/eager_ops.py Values are small integers f(rank,
 index), exact in every dtype, so expected results need no communication.
 Runs with jax_enable_x64 so int64 and float64 arrays exist.
 """
 import collections
-import importlib.util
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "job_lib"))
 os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"  # process_set_ops_and_non_members adds one
 
 import jax  # noqa: E402
@@ -23,7 +21,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import horovod.jax as hvd  # noqa: E402
-from eager_harness import Skip, check, close, equal, main, raises  # noqa: E402
+from check_harness import check, main  # noqa: E402
 
 NUMERIC = ["uint8", "int8", "int16", "uint16", "int32", "int64", "float16", "bfloat16",
            "float32", "float64"]
@@ -31,6 +29,38 @@ FLOATS = {"float16", "bfloat16", "float32", "float64"}
 EVERY = NUMERIC + ["bool"]
 OPS = [("sum", hvd.Sum), ("average", hvd.Average), ("min", hvd.Min), ("max", hvd.Max),
        ("product", hvd.Product)]
+
+
+def close(actual, expected, what, tol=1e-6):
+    """`actual` has `expected`'s shape and values within tolerance `tol`."""
+    a = np.asarray(actual).astype(np.float64)
+    e = np.asarray(expected).astype(np.float64)
+    if a.shape != e.shape or not np.allclose(a, e, rtol=tol, atol=tol):
+        raise AssertionError(f"{what}: got {a.tolist()}, expected {e.tolist()}")
+
+
+def equal(actual, expected, what):
+    """`actual` has `expected`'s shape, dtype and exact values (the shared
+    harness's equal() does not compare dtypes)."""
+    a, e = np.asarray(actual), np.asarray(expected)
+    if a.shape != e.shape or a.dtype != e.dtype or not np.array_equal(a, e):
+        raise AssertionError(f"{what}: got {a.tolist()} ({a.dtype}, shape {a.shape}), expected "
+                             f"{e.tolist()} ({e.dtype}, shape {e.shape})")
+
+
+def raises(exc_types, fn, what, match=()):
+    """Calls fn(); AssertionError unless it raises one of exc_types whose
+    message contains every string of `match` (a string or a tuple).
+    Returns the exception."""
+    match = (match,) if isinstance(match, str) else match
+    try:
+        fn()
+    except exc_types as e:
+        missing = [m for m in match if m not in str(e)]
+        if missing:
+            raise AssertionError(f"{what}: message lacks {missing}: {e}") from e
+        return e
+    raise AssertionError(f"{what}: no {exc_types} raised")
 
 
 def np_dtype(dtype):
@@ -306,7 +336,7 @@ def results_follow_the_input_placement():
 def process_set_ops_and_non_members():
     n, me = hvd.size(), hvd.rank()
     if n == 1:
-        raise Skip("needs at least 2 ranks (the only possible set is the global one)")
+        return  # the only possible set is the global one
     members = [0, 1] if n >= 3 else [1]
     ps = hvd.add_process_set(members)
     try:
@@ -475,7 +505,7 @@ def argument_errors_are_clear_value_errors():
 def cross_rank_mismatch_fails_on_every_rank():
     n, me = hvd.size(), hvd.rank()
     if n == 1:
-        raise Skip("a mismatch needs at least 2 ranks")
+        return  # a mismatch needs two ranks
     e = raises(hvd.HorovodInternalError, lambda: hvd.allreduce(jnp.ones((3 + me,)),
                                                                name="mismatch"),
                "shape mismatch", match=("Mismatched", "allreduce.mismatch"))
@@ -496,8 +526,6 @@ def cross_rank_mismatch_fails_on_every_rank():
 
 @check
 def jit_results_equal_eager_results():
-    if importlib.util.find_spec("horovod_accel.jax.xla_ops") is None:
-        raise Skip("horovod_accel/jax/xla_ops.py does not exist yet (the in-jit path)")
     n, me = hvd.size(), hvd.rank()
     x = arr(me, (2 * n, 3), "float32")
     ints = arr(me, (2 * n,), "int32", 1)
@@ -523,6 +551,15 @@ def jit_results_equal_eager_results():
             close(j, e, f"jit {what}")
     close(jax.jit(lambda a: hvd.allreduce(a, op=hvd.Min))(ints),
           hvd.allreduce(ints, op=hvd.Min), "jit int32 Min")
+    # The collective runs on every call of the compiled function, not once
+    # while tracing.
+    summed = jax.jit(lambda a: hvd.allreduce(a, op=hvd.Sum, name="every_call"))
+    for k in range(3):
+        close(summed(x + k), expected_reduction(hvd.Sum, x.shape, "float32") + n * k,
+              f"jit call {k}")
+    # Gradients through the public op (Sum's gradient: the allreduced ones).
+    grad = jax.grad(lambda a: jnp.sum(hvd.allreduce(a, op=hvd.Sum)))(x)
+    close(grad, np.full(x.shape, float(n)), "grad of allreduce Sum")
     raises(ValueError, lambda: jax.jit(lambda a: hvd.alltoall(a, [2] * n))(x),
            "alltoall splits in jit", "inside jax.jit")
 
