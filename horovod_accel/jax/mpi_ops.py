@@ -51,26 +51,16 @@ _Average, _Adasum = HorovodBasics.Average, HorovodBasics.Adasum
 _OP_NAMES = {HorovodBasics.Average: "Average", HorovodBasics.Sum: "Sum",
              HorovodBasics.Adasum: "Adasum", HorovodBasics.Min: "Min", HorovodBasics.Max: "Max",
              HorovodBasics.Product: "Product"}
-_XLA_OPS = __package__ + ".xla_ops"
 
 # ---------------------------------------------------------------- checks and dispatch
 
 
 def _traced_ops(*trees):
     """The xla_ops module when any leaf of `trees` is being traced
-    (xla_ops.is_traced), else None: run eagerly. Imported here, on use, so
-    the eager path needs nothing from it."""
-    try:
-        import horovod_accel.jax.xla_ops as xla_ops  # noqa: PLC0415
-    except ModuleNotFoundError as e:
-        if e.name != _XLA_OPS:
-            raise
-        if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(trees)):
-            raise NotImplementedError(
-                "Horovod collectives inside jax.jit (or grad, vmap) need "
-                "horovod_accel.jax.xla_ops, which this installation lacks; call the op "
-                "outside the traced function.") from None
-        return None
+    (xla_ops.is_traced), else None: run eagerly. Imported on first use, so
+    importing horovod.jax stays cheap; it loads no library until a
+    collective is traced (xla_link.py)."""
+    from horovod_accel.jax import xla_ops  # noqa: PLC0415
     return xla_ops if xla_ops.is_traced(*trees) else None
 
 
