@@ -75,6 +75,11 @@ def bind(xs, *, kind, name, grouped, process_set_id, set_size, set_rank, reduce_
                              postscale=float(postscale), root_rank=root_rank)
 
 
+def is_top_level():
+    """False while JAX traces a function (jit, grad, vmap, scan bodies, ...)."""
+    return _jcore.trace_ctx.is_top_level()
+
+
 def _out_shape(kind, shape, set_size, set_rank):
     if kind == ALLGATHER:
         return (shape[0] * set_size, *shape[1:])

@@ -39,7 +39,13 @@ _OP_NAMES = {HorovodBasics.Average: "Average", HorovodBasics.Sum: "Sum",
 
 
 def is_traced(*trees):
-    """True if any leaf of the pytrees is a JAX tracer (inside jit, grad, vmap, ...)."""
+    """True while JAX traces (inside jit, grad, vmap, ...): any leaf of the
+    pytrees is a tracer, or JAX is tracing at all. The second covers a
+    constant array inside a jitted function: run eagerly, its collective
+    would run once, at trace time, and be frozen into the compiled program;
+    as a primitive it runs each time the program does."""
+    if not _low.is_top_level():
+        return True
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(trees))
 
 

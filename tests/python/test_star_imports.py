@@ -7,7 +7,8 @@ import sys
 from launch_util import REPO
 
 MODULES = ["horovod.torch", "horovod.torch.mpi_ops", "horovod.tensorflow",
-           "horovod.tensorflow.mpi_ops", "horovod.tensorflow.keras", "horovod.keras"]
+           "horovod.tensorflow.mpi_ops", "horovod.tensorflow.keras", "horovod.keras", "horovod.jax",
+           "horovod.jax.mpi_ops"]
 
 
 def test_star_import_of_every_public_module():

@@ -13,10 +13,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from horovod_accel.common.basics import HorovodBasics  # noqa: E402
-from horovod_accel.jax import xla_ops as ops  # noqa: E402
+import horovod.jax as hvd  # noqa: E402
 
-hvd = HorovodBasics()
+ops = hvd  # the public ops, on traced values (they dispatch to xla_ops.py)
 hvd.init()
 RANK, SIZE = hvd.rank(), hvd.size()
 GPUS = jax.devices("gpu")

@@ -19,12 +19,10 @@ import jax.numpy as jnp  # noqa: E402
 import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
+import horovod.jax as hvd  # noqa: E402
 from check_harness import check, close, equal, main, raises  # noqa: E402
-from horovod_accel.common import process_sets as _ps  # noqa: E402
-from horovod_accel.common.basics import HorovodBasics  # noqa: E402
-from horovod_accel.jax import xla_ops as ops  # noqa: E402
 
-hvd = HorovodBasics()
+ops = hvd  # the public ops, called on traced values (they dispatch to xla_ops.py)
 SUM, AVG, MIN, MAX, PROD = hvd.Sum, hvd.Average, hvd.Min, hvd.Max, hvd.Product
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 INTS = ["int8", "uint8", "int32", "int64"]
@@ -208,6 +206,16 @@ def many_independent_collectives_under_delays():
 
 
 @check
+def constant_inside_jit_runs_every_call():
+    """A collective of a constant (no traced input) is part of the program,
+    not run once at trace time: each call sees the other ranks' current
+    arguments."""
+    f = jax.jit(lambda x: x + ops.allreduce(jnp.ones(2), op=SUM))
+    for k in range(3):
+        close(f(jnp.full(2, float(k))), np.full(2, hvd.size() + k), f"call {k}")
+
+
+@check
 def donated_input_in_place():
     f = jax.jit(lambda x: ops.allreduce(x, op=SUM), donate_argnums=0)
     for _ in range(3):
@@ -238,11 +246,11 @@ def names_are_deterministic():
 def process_set_inside_jit():
     if hvd.size() < 3:
         return
-    ps = _ps.add_process_set([0, 1])
+    ps = hvd.add_process_set([0, 1])
     if hvd.rank() in (0, 1):
-        f = jax.jit(lambda x: ops.allreduce(x, op=SUM, process_set_id=ps.process_set_id))
+        f = jax.jit(lambda x: ops.allreduce(x, op=SUM, process_set=ps))
         close(f(mine((4,), "float32")), reduced(SUM, (4,), members=[0, 1]), "set {0,1}")
-    _ps.remove_process_set(ps)
+    hvd.remove_process_set(ps)
 
 
 @check
