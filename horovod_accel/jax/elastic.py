@@ -19,7 +19,8 @@ elastic training for JAX, over horovod_accel/common/elastic.py.
   - restore(): the attributes back to the last commit;
   - sync(): collective: every attribute takes rank 0's current value -- a
     pytree of arrays (params, optimizer state) by broadcast_parameters, any
-    other value by broadcast_object -- and the result becomes the commit.
+    other value by broadcast_object -- and the result becomes the commit
+    (numpy leaves stay numpy arrays).
   A committed array must stay alive: do not donate state arrays to a jitted
   function (donate_argnums), or restore() cannot return to them (it says so).
 - ObjectState(**kwargs): plain attributes, synced with the object collectives.
@@ -41,6 +42,11 @@ def _ops():
     # Imported on first use: the package imports this module.
     from horovod_accel.jax import mpi_ops  # noqa: PLC0415
     return mpi_ops
+
+
+def _functions():
+    from horovod_accel.jax import functions  # noqa: PLC0415
+    return functions
 
 
 def is_horovod_failure(error):
@@ -84,17 +90,17 @@ def _rank():
 
 @_translating
 def _bcast_object(obj, root_rank=0):
-    return _ops().broadcast_object(obj, root_rank=root_rank)
+    return _functions().broadcast_object(obj, root_rank=root_rank)
 
 
 @_translating
 def _allgather_object(obj):
-    return _ops().allgather_object(obj)
+    return _functions().allgather_object(obj)
 
 
 @_translating
 def _broadcast_tree(tree, root_rank=0):
-    return _ops().broadcast_parameters(tree, root_rank=root_rank)
+    return _functions().broadcast_parameters(tree, root_rank=root_rank)
 
 
 def _is_array(leaf):
