@@ -3,10 +3,11 @@ DistributedOptimizer step) for test_jax_training.py's elastic job.
 
 Env: ELASTIC_DIR, ELASTIC_SCHEDULE (tests/python/elastic_scripts/_schedule.py:
 {"epochs": E, "batches": B, "events": [{"epoch", "batch", "rank", "do"}]}).
-The scheduled rank fails at the start of its batch, right after the commit
-of the previous one; the other ranks are then inside the jitted step, whose
-allreduce fails (a JaxRuntimeError naming horovod_accel), so hvd.elastic.run
-restores their commit, resets and goes on with the survivors.
+The scheduled rank fails at the start of its batch, once every other rank
+has marked (a file in ELASTIC_DIR) that it is entering that batch's jitted
+step: their step's allreduce, which waits for the failed rank, fails (a
+JaxRuntimeError naming horovod_accel), so hvd.elastic.run restores their
+commit, resets and goes on with the survivors.
 Every worker appends JSON lines to ELASTIC_DIR/<worker id>.jsonl:
   {"kind": "enter", "round", "rank", "size", "epoch", "batch", "digest"}  (each call of train)
   {"kind": "commit", ... same fields}                                     (after each commit)
@@ -27,7 +28,7 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
 import horovod.jax as hvd  # noqa: E402
-from _schedule import SCHED, WID, events_at, inject_failures, log  # noqa: E402
+from _schedule import DIR, SCHED, WID, events_at, inject_failures, log  # noqa: E402
 
 
 def digest(tree):
@@ -53,6 +54,25 @@ def record(kind, state):
         digest=digest((state.params, state.opt_state)))
 
 
+def _marker(epoch, batch, rank):
+    return os.path.join(DIR, f"step-{elastic_round()}-{epoch}-{batch}-{rank}")
+
+
+def mark_step(epoch, batch):
+    """This rank is about to run the step of (epoch, batch)."""
+    open(_marker(epoch, batch, hvd.rank()), "w").close()
+
+
+def await_step_markers(epoch, batch):
+    """Waits until every other rank of this round is about to run the step."""
+    others = [r for r in range(hvd.size()) if r != hvd.rank()]
+    deadline = time.time() + 60
+    while not all(os.path.exists(_marker(epoch, batch, r)) for r in others):
+        if time.time() > deadline:
+            raise RuntimeError(f"the other ranks did not reach step {epoch}:{batch}")
+        time.sleep(0.02)
+
+
 def main():
     hvd.init()
     optimizer = hvd.DistributedOptimizer(optax.sgd(0.05, momentum=0.9))
@@ -72,12 +92,13 @@ def main():
         record("enter", state)
         while state.epoch < SCHED["epochs"]:
             while state.batch < SCHED["batches"]:
-                if any(ev.get("rank") == hvd.rank() for _, ev in events_at(state.epoch,
-                                                                           state.batch)):
-                    # Let the other ranks reach the step's allreduce first,
-                    # so their failure surfaces inside the jitted step.
-                    time.sleep(1.0)
+                here = (state.epoch, state.batch)
+                if any(ev.get("rank") == hvd.rank() for _, ev in events_at(*here)):
+                    # The others first enter the step, whose allreduce then
+                    # waits for this rank: their failure surfaces inside jit.
+                    await_step_markers(*here)
                 inject_failures(state.epoch, state.batch, hvd.rank())
+                mark_step(*here)
                 try:
                     params, opt_state, loss = step(state.params, state.opt_state,
                                                    *batch_data(state.epoch, state.batch,
