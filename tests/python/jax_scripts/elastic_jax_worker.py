@@ -11,7 +11,8 @@ commit, resets and goes on with the survivors.
 Every worker appends JSON lines to ELASTIC_DIR/<worker id>.jsonl:
   {"kind": "enter", "round", "rank", "size", "epoch", "batch", "digest"}  (each call of train)
   {"kind": "commit", ... same fields}                                     (after each commit)
-  {"kind": "error", "round", "rank", "type", "message"}                   (a failed step)
+  {"kind": "error", "round", "rank", "type", "message", "dispatched"}     (a failed step;
+      dispatched: the step had returned its (failed) arrays into the state)
 Rank 0 prints "DONE size=<n> digests=<distinct digests over ranks>" at the end.
 """
 import hashlib
@@ -99,16 +100,20 @@ def main():
                     await_step_markers(*here)
                 inject_failures(state.epoch, state.batch, hvd.rank())
                 mark_step(*here)
+                dispatched = False
                 try:
-                    params, opt_state, loss = step(state.params, state.opt_state,
-                                                   *batch_data(state.epoch, state.batch,
-                                                               hvd.rank()))
+                    # JAX dispatches asynchronously: the state holds the new
+                    # (not yet computed) arrays before the step has run, and
+                    # a failed step leaves them failed: restore() must undo it.
+                    state.params, state.opt_state, loss = step(
+                        state.params, state.opt_state,
+                        *batch_data(state.epoch, state.batch, hvd.rank()))
+                    dispatched = True
                     loss.block_until_ready()
                 except Exception as e:
                     log(kind="error", w=WID, round=elastic_round(), rank=hvd.rank(),
-                        type=type(e).__name__, message=str(e)[:500])
+                        type=type(e).__name__, message=str(e)[:500], dispatched=dispatched)
                     raise
-                state.params, state.opt_state = params, opt_state
                 state.batch += 1
                 state.commit()
                 record("commit", state)
