@@ -58,12 +58,13 @@ def _records(logdir):
 
 
 def test_jax_state_survives_a_lost_worker(tmp_path):
-    """3 workers (2 on localhost, 1 on 127.0.0.1); the third is SIGKILLed at
-    the start of batch 2 of epoch 0. The two survivors fail inside their
-    jitted step (a JaxRuntimeError naming horovod_accel), restore the commit
-    of batch 2, reset to 2 ranks and finish both epochs in step."""
+    """3 workers (2 on localhost, 1 on 127.0.0.1), committing every 2
+    batches; the third is SIGKILLed at the start of batch 3 of epoch 0. The
+    two survivors fail inside their jitted step (a JaxRuntimeError naming
+    horovod_accel), restore the commit of batch 2 (undoing their uncommitted
+    batch 2 step), reset to 2 ranks and finish both epochs in step."""
     sched = {"epochs": 2, "batches": 4,
-             "events": [{"epoch": 0, "batch": 2, "rank": 2, "do": "sigkill"}]}
+             "events": [{"epoch": 0, "batch": 3, "rank": 2, "do": "sigkill"}]}
     logdir = tmp_path / "elastic"
     logdir.mkdir()
     r = horovodrun(["-np", 3, "--min-np", 2, "-H", "localhost:2,127.0.0.1:1", sys.executable,
@@ -76,16 +77,18 @@ def test_jax_state_survives_a_lost_worker(tmp_path):
 
     recs = _records(logdir)
     errors = [x for x in recs if x.get("kind") == "error"]
-    assert errors and all(x["type"] == "JaxRuntimeError" and "horovod_accel:" in x["message"]
-                          for x in errors), errors
-    commits = {(x["round"], x["w"], x["epoch"], x["batch"]): x for x in recs
-               if x.get("kind") == "commit"}
+    assert sorted(x["rank"] for x in errors) == [0, 1], errors
+    assert all(x["type"] == "JaxRuntimeError" and "horovod_accel:" in x["message"]
+               for x in errors), errors
+    logged = {(x["kind"], x["round"], x["w"], x["epoch"], x["batch"]): x for x in recs
+              if x.get("kind") in ("step", "commit")}
     resumed = [x for x in recs if x.get("kind") == "enter" and x["round"] == 2]
     assert sorted(x["rank"] for x in resumed) == [0, 1], resumed
     for x in resumed:
         assert (x["size"], x["epoch"], x["batch"]) == (2, 0, 2), x
-        # The state it resumed from is exactly what round 1 committed there.
-        assert x["digest"] == commits[(1, x["w"], 0, 2)]["digest"], (x, commits)
+        # Exactly what round 1 committed there, not its later, uncommitted step.
+        assert x["digest"] == logged[("commit", 1, x["w"], 0, 2)]["digest"], (x, logged)
+        assert x["digest"] != logged[("step", 1, x["w"], 0, 3)]["digest"], (x, logged)
     final = [x for x in recs if x.get("kind") == "commit" and (x["epoch"], x["batch"]) == (1, 4)]
     assert len(final) == 2 and len({x["digest"] for x in final}) == 1, final
 

@@ -3,16 +3,17 @@ DistributedOptimizer step) for test_jax_training.py's elastic job.
 
 Env: ELASTIC_DIR, ELASTIC_SCHEDULE (tests/python/elastic_scripts/_schedule.py:
 {"epochs": E, "batches": B, "events": [{"epoch", "batch", "rank", "do"}]}).
-The scheduled rank fails at the start of its batch, once every other rank
-has marked (a file in ELASTIC_DIR) that it is entering that batch's jitted
-step: their step's allreduce, which waits for the failed rank, fails (a
-JaxRuntimeError naming horovod_accel), so hvd.elastic.run restores their
-commit, resets and goes on with the survivors.
+The state is committed every COMMIT_EVERY batches. The scheduled rank fails
+at the start of its batch, once every other rank has marked (a file in
+ELASTIC_DIR) that it is entering that batch's jitted step: their step's
+allreduce, which waits for the failed rank, fails (a JaxRuntimeError naming
+horovod_accel), so hvd.elastic.run restores their last commit (undoing the
+uncommitted batches), resets and goes on with the survivors.
 Every worker appends JSON lines to ELASTIC_DIR/<worker id>.jsonl:
   {"kind": "enter", "round", "rank", "size", "epoch", "batch", "digest"}  (each call of train)
+  {"kind": "step", ... same fields}                                       (after each step)
   {"kind": "commit", ... same fields}                                     (after each commit)
-  {"kind": "error", "round", "rank", "type", "message", "dispatched"}     (a failed step;
-      dispatched: the step had returned its (failed) arrays into the state)
+  {"kind": "error", "round", "rank", "type", "message"}                   (a failed step)
 Rank 0 prints "DONE size=<n> digests=<distinct digests over ranks>" at the end.
 """
 import hashlib
@@ -30,6 +31,9 @@ import optax  # noqa: E402
 
 import horovod.jax as hvd  # noqa: E402
 from _schedule import DIR, SCHED, WID, events_at, inject_failures, log  # noqa: E402
+
+
+COMMIT_EVERY = 2   # batches per commit: a failure loses the uncommitted one
 
 
 def digest(tree):
@@ -100,23 +104,20 @@ def main():
                     await_step_markers(*here)
                 inject_failures(state.epoch, state.batch, hvd.rank())
                 mark_step(*here)
-                dispatched = False
                 try:
-                    # JAX dispatches asynchronously: the state holds the new
-                    # (not yet computed) arrays before the step has run, and
-                    # a failed step leaves them failed: restore() must undo it.
                     state.params, state.opt_state, loss = step(
                         state.params, state.opt_state,
                         *batch_data(state.epoch, state.batch, hvd.rank()))
-                    dispatched = True
                     loss.block_until_ready()
                 except Exception as e:
                     log(kind="error", w=WID, round=elastic_round(), rank=hvd.rank(),
-                        type=type(e).__name__, message=str(e)[:500], dispatched=dispatched)
+                        type=type(e).__name__, message=str(e)[:500])
                     raise
                 state.batch += 1
-                state.commit()
-                record("commit", state)
+                record("step", state)
+                if state.batch % COMMIT_EVERY == 0:
+                    state.commit()
+                    record("commit", state)
             state.epoch += 1
             state.batch = 0
             state.commit()
