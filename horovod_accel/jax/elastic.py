@@ -135,7 +135,7 @@ def _check_alive(name, value):
             raise RuntimeError(
                 f"JaxState.restore(): an array of the committed {name!r} has been deleted, most "
                 f"likely donated to a jitted function (donate_argnums). The state keeps "
-                f"references to committed arrays: do not donate them (or commit copies).")
+                f"references to the committed arrays: do not donate the state's arrays.")
 
 
 class ObjectState(_common.ObjectState):
