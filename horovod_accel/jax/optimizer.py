@@ -162,7 +162,9 @@ class DistributedOptimizerState(NamedTuple):
 
 
 def _is_traced(*trees):
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(trees))
+    # Imported on first use, as mpi_ops does: importing horovod.jax stays cheap.
+    from horovod_accel.jax import xla_ops  # noqa: PLC0415
+    return xla_ops.is_traced(*trees)
 
 
 def DistributedOptimizer(optimizer, compression=Compression.none, backward_passes_per_step=1,
