@@ -8,6 +8,8 @@ computation as XLA custom calls that run in program order on every rank
 this package imports jax but not the core; init() (or the first op) loads
 it.
 """
+from horovod_accel.jax import elastic
+from horovod_accel.jax.compression import Compression
 from horovod_accel.jax.functions import allgather_object, broadcast_object, broadcast_parameters
 from horovod_accel.jax.mpi_ops import (
     Adasum, Average, HorovodInternalError, Max, Min, Product, ProcessSet, Sum, add_process_set,
@@ -16,6 +18,7 @@ from horovod_accel.jax.mpi_ops import (
     grouped_allreduce, grouped_reducescatter, init, is_initialized, join, local_rank,
     local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank, reducescatter,
     remove_process_set, rocm_built, shutdown, size, start_timeline, stop_timeline)
+from horovod_accel.jax.optimizer import DistributedOptimizer, allreduce_gradients
 
 __all__ = [
     "init", "shutdown", "is_initialized", "start_timeline", "stop_timeline", "size", "local_size",
@@ -28,11 +31,5 @@ __all__ = [
     "allreduce", "grouped_allreduce", "allgather", "grouped_allgather", "broadcast",
     "alltoall", "reducescatter", "grouped_reducescatter", "join", "barrier",
     "broadcast_parameters", "broadcast_object", "allgather_object",
+    "Compression", "DistributedOptimizer", "allreduce_gradients", "elastic",
 ]
-
-# ---- training API (optimizer.py, compression.py, elastic.py) ---------------
-# Owned by the training-API work; enabled when it is merged:
-# from horovod_accel.jax.compression import Compression
-# from horovod_accel.jax.optimizer import DistributedOptimizer
-# from horovod_accel.jax import elastic
-# -----------------------------------------------------------------------------

@@ -80,7 +80,8 @@ def test_cuda_jax_inside_jit():
     out = _run(None, min(2, _jax_gpus()), "cuda", script=JAX_SCRIPT,
                HOROVOD_ACCEL_PLUGINS=plugin)
     for name in ("allreduce_ops_dtypes_and_scales", "grouped_broadcast_reducescatter",
-                 "gradient_and_train_step", "allgather_inside_jit_is_refused_with_the_reason"):
+                 "gradient_and_train_step", "distributed_optimizer_step_on_device",
+                 "allgather_inside_jit_is_refused_with_the_reason"):
         assert f"PASS {name}" in out
     print(*[line for line in out.splitlines() if "INFO" in line], sep="\n")
 

@@ -103,6 +103,38 @@ def gradient_and_train_step():
 
 
 @check
+def distributed_optimizer_step_on_device():
+    """hvd.DistributedOptimizer(optax.adam) inside jit on GPU parameters: the
+    gradient buckets are grouped allreduces on the device; every rank ends
+    with the single-process step on the averaged gradient."""
+    import optax  # noqa: PLC0415
+
+    params = {"w": on_device(np.linspace(-1, 1, 48, dtype=np.float32).reshape(6, 8)),
+              "b": on_device(np.zeros(8, np.float32))}
+    data = [np.random.RandomState(10 + r).randn(16, 6).astype(np.float32) for r in range(SIZE)]
+
+    def loss(p, xb):
+        return jnp.mean(jnp.tanh(xb @ p["w"] + p["b"]) ** 2)
+
+    opt = hvd.DistributedOptimizer(optax.adam(0.01))
+    state = opt.init(params)
+
+    @jax.jit
+    def step(p, s, xb):
+        updates, s = opt.update(jax.grad(loss)(p, xb), s, p)
+        return optax.apply_updates(p, updates), s
+
+    new, _ = step(params, state, on_device(data[RANK]))
+    ref_opt = optax.adam(0.01)
+    grads = [jax.grad(loss)(params, on_device(d)) for d in data]
+    avg = jax.tree_util.tree_map(lambda *g: sum(g) / SIZE, *grads)
+    updates, _ = ref_opt.update(avg, ref_opt.init(params), params)
+    want = optax.apply_updates(params, updates)
+    for k in ("w", "b"):
+        same(new[k], np.asarray(want[k]), 1e-5)
+
+
+@check
 def allgather_inside_jit_is_refused_with_the_reason():
     try:
         jax.jit(ops.allgather)(on_device(np.ones(4, np.float32))).block_until_ready()
