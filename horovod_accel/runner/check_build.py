@@ -80,8 +80,8 @@ def framework_status(module):
     """(available, why): available when the framework is installed and
     horovod_accel's adapter for it imports (for TensorFlow that loads the op
     library, horovod_accel/tensorflow/libhvda_tf_ops.so, and connects it to
-    the core; for JAX its FFI library must be built as well); why: None when available or not installed, else the adapter's
-    import error."""
+    the core; for JAX its FFI library must be built as well); why: None when
+    available or not installed, else what is wrong."""
     if importlib.util.find_spec(module) is None:
         return False, None
     adapter = f"horovod_accel.{module}"

@@ -67,7 +67,8 @@ def grouped_broadcast_reducescatter():
     outs = jax.jit(lambda xs: ops.grouped_allreduce(xs, op=hvd.Sum))(xs)
     same(outs[0], np.full(3, SIZE * (SIZE + 1) / 2))
     same(outs[1], np.full((2, 2), SIZE * (SIZE + 3) / 2))
-    b = jax.jit(lambda x: ops.broadcast(x, root_rank=SIZE - 1))(on_device(np.full(5, RANK, np.float32)))
+    bcast = jax.jit(lambda x: ops.broadcast(x, root_rank=SIZE - 1))
+    b = bcast(on_device(np.full(5, RANK, np.float32)))
     same(b, np.full(5, SIZE - 1))
     rows = 2 * SIZE + 1
     x = on_device(np.arange(rows * 2, dtype=np.float32).reshape(rows, 2) + RANK)
