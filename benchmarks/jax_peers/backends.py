@@ -1,0 +1,199 @@
+"""The communication libraries benchmarks/jax_collectives.py compares, each
+behind the same small interface (a "backend"), so one measurement code
+(jax_worker.py) times them all.
+
+A backend has:
+  name, rank, size
+  in_jit              True: allreduce_sum / average_grads take traced values and
+                      are called inside jax.jit; False: they take concrete jax
+                      arrays and run on the host between jitted functions.
+  allreduce_sum(x)    Sum over ranks of one float32 array (out of place).
+  average_grads(gs)   the list of gradient leaves averaged over ranks, each
+                      library's usual idiom (see the classes).
+  barrier()           returns once every rank has called it.
+  max_over_ranks(vs)  elementwise max over ranks of a list of floats.
+  finish()            end of the job (collective: every rank calls it).
+
+Only the module a peer needs is imported: each peer runs in its own launcher
+and venv (mpi4jax lives in .venv-mpi4jax, without horovod_accel's core).
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class HvdaBackend:
+    """horovod_accel inside jax.jit: the public horovod_accel.jax API (an op
+    on traced values is staged as an XLA custom call), or, while that package
+    is not there, its in-jit layer horovod_accel.jax.xla_ops with the core's
+    HorovodBasics for init/rank/size. `api` says which one ran."""
+
+    name = "hvda"
+    in_jit = True
+
+    def __init__(self):
+        try:
+            import horovod_accel.jax as hvd
+            hvd.allreduce, hvd.grouped_allreduce, hvd.init  # noqa: B018 (present?)
+        except (ImportError, AttributeError):
+            hvd = None
+        if hvd is not None:
+            hvd.init()
+            self.api = "horovod_accel.jax"
+            self._allreduce = lambda x, op: hvd.allreduce(x, op=op)
+            self._grouped = lambda xs, op: hvd.grouped_allreduce(xs, op=op)
+            self.SUM, self.AVERAGE, self.MAX = hvd.Sum, hvd.Average, hvd.Max
+            self._shutdown = hvd.shutdown
+            self.rank, self.size = hvd.rank(), hvd.size()
+        else:
+            from horovod_accel.common.basics import HorovodBasics
+            from horovod_accel.jax import xla_ops
+            basics = HorovodBasics()
+            basics.init()
+            self.api = "horovod_accel.jax.xla_ops"
+            self._allreduce = lambda x, op: xla_ops.allreduce(x, op=op)
+            self._grouped = lambda xs, op: xla_ops.grouped_allreduce(xs, op=op)
+            self.SUM, self.AVERAGE, self.MAX = basics.Sum, basics.Average, basics.Max
+            self._shutdown = basics.shutdown
+            self.rank, self.size = basics.rank(), basics.size()
+        self._max = jax.jit(lambda v: self._allreduce(v, self.MAX))
+        self._one = jnp.zeros((1,), jnp.float32)
+
+    def allreduce_sum(self, x):
+        return self._allreduce(x, self.SUM)
+
+    def average_grads(self, grads):
+        # One grouped op for the whole pytree: the core fuses it (one custom call).
+        return self._grouped(list(grads), self.AVERAGE)
+
+    def barrier(self):
+        # An allreduce completes on no rank before every rank has submitted it.
+        self._max(self._one).block_until_ready()
+
+    def max_over_ranks(self, values):
+        return np.asarray(self._max(jnp.asarray(values, jnp.float32))).tolist()
+
+    def finish(self):
+        self.barrier()
+        self._shutdown()
+
+
+class Mpi4jaxBackend:
+    """mpi4jax inside jax.jit (its ops are XLA custom calls over MPI_COMM_WORLD's
+    clone). Gradients: one mpi4jax.allreduce(SUM) per leaf, then / size (MPI
+    has no average; XLA fuses the division into the SGD update)."""
+
+    name = "mpi4jax"
+    in_jit = True
+
+    def __init__(self):
+        import mpi4jax
+        from mpi4py import MPI
+        self._mpi4jax, self._MPI = mpi4jax, MPI
+        self.comm = MPI.COMM_WORLD
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.api = f"mpi4jax {mpi4jax.__version__}"
+
+    def allreduce_sum(self, x):
+        return self._mpi4jax.allreduce(x, op=self._MPI.SUM)
+
+    def average_grads(self, grads):
+        return [self._mpi4jax.allreduce(g, op=self._MPI.SUM) / self.size for g in grads]
+
+    def barrier(self):
+        self.comm.Barrier()
+
+    def max_over_ranks(self, values):
+        a = np.asarray(values, dtype=np.float64)
+        self.comm.Allreduce(self._MPI.IN_PLACE, a, op=self._MPI.MAX)
+        return a.tolist()
+
+    def finish(self):
+        self.comm.Barrier()
+
+
+class Mpi4pyBackend:
+    """mpi4py's Allreduce on numpy copies of the arrays, on the host between
+    jitted functions (what one writes without an in-jit library): the array
+    is read as numpy (zero-copy on CPU), reduced into a new numpy buffer,
+    and handed back to JAX with jnp.asarray. Gradients: one Allreduce per
+    leaf, then / size on the host."""
+
+    name = "mpi4py"
+    in_jit = False
+
+    def __init__(self):
+        from mpi4py import MPI
+        self._MPI = MPI
+        self.comm = MPI.COMM_WORLD
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.api = "mpi4py (numpy, outside jit)"
+
+    def _sum_np(self, x):
+        src = np.asarray(x)
+        out = np.empty_like(src)
+        self.comm.Allreduce(src, out, op=self._MPI.SUM)
+        return out
+
+    def allreduce_sum(self, x):
+        return jnp.asarray(self._sum_np(x))
+
+    def average_grads(self, grads):
+        out = []
+        for g in grads:
+            s = self._sum_np(g)
+            s /= self.size
+            out.append(jnp.asarray(s))
+        return out
+
+    def barrier(self):
+        self.comm.Barrier()
+
+    def max_over_ranks(self, values):
+        a = np.asarray(values, dtype=np.float64)
+        self.comm.Allreduce(self._MPI.IN_PLACE, a, op=self._MPI.MAX)
+        return a.tolist()
+
+    def finish(self):
+        self.comm.Barrier()
+
+
+class LocalBackend:
+    """The "ideal" peer: one of N independent processes, no communication.
+    Only the train step runs; its gradients are used as they are."""
+
+    name = "ideal"
+    in_jit = True
+    api = "none (independent processes)"
+
+    def __init__(self, index, count):
+        self.rank, self.size = index, count
+
+    def allreduce_sum(self, x):
+        raise RuntimeError("the ideal peer does not communicate; it runs the train step only")
+
+    def average_grads(self, grads):
+        return list(grads)
+
+    def barrier(self):
+        pass
+
+    def max_over_ranks(self, values):
+        return list(values)
+
+    def finish(self):
+        pass
+
+
+def make_backend(peer, index=0, count=1):
+    """The backend of `peer` (hvda, mpi4jax, mpi4py, ideal); index/count: the
+    ideal process's own number and how many the driver started."""
+    if peer == "hvda":
+        return HvdaBackend()
+    if peer == "mpi4jax":
+        return Mpi4jaxBackend()
+    if peer == "mpi4py":
+        return Mpi4pyBackend()
+    if peer == "ideal":
+        return LocalBackend(index, count)
+    raise ValueError(f"unknown peer {peer!r}; choose from hvda, mpi4jax, mpi4py, ideal")
