@@ -54,6 +54,7 @@ SMOKE_SIZES = [4 * KIB, 1 * MIB]
 DEFAULT_WIDTHS = [1024, 1024, 1024, 1024, 10]
 SMOKE_WIDTHS = [256, 256, 10]
 DEFAULT_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false"
+CHAIN_OPS = 8
 
 
 # ---------------------------------------------------------------- plan
@@ -67,9 +68,12 @@ def make_plan(a):
     for nbytes in a.sizes:
         iters = max(lo, min(hi, budget // nbytes))
         sizes.append([nbytes, iters, max(2, min(10, iters // 8))])
+    chain = None if a.no_chain else {"bytes": 4 * KIB, "ops": CHAIN_OPS,
+                                     "iters": 30 if a.smoke else 200,
+                                     "warmup": 3 if a.smoke else 10}
     train = None if a.no_train else {"widths": a.widths, "batch": a.batch, "iters": a.train_iters,
                                      "warmup": a.train_warmup, "lr": 0.01}
-    return {"sizes": sizes, "train": train}
+    return {"sizes": sizes, "chain": chain, "train": train}
 
 
 # ---------------------------------------------------------------- jobs
@@ -199,15 +203,22 @@ def table_rows(results, a):
             r = r[k]
         return r
 
+    def times(scale, *path):
+        out = {}
+        for p in PEERS:
+            s = stat(p, *path)
+            out[p] = None if s is None else tuple(s[k] * scale
+                                                  for k in ("median_s", "p10_s", "p90_s"))
+        return out
+
     rows = []
     for n in a.sizes:
         unit, scale = time_unit(n)
-        vals = {}
-        for p in PEERS:
-            s = stat(p, "allreduce", str(n))
-            vals[p] = None if s is None else tuple(s[k] * scale
-                                                   for k in ("median_s", "p10_s", "p90_s"))
-        rows.append((f"allreduce {human_size(n)}, median ({unit})", "low", vals))
+        rows.append((f"allreduce {human_size(n)}, median ({unit})", "low",
+                     times(scale, "allreduce", str(n))))
+    if not a.no_chain:
+        rows.append((f"{CHAIN_OPS} dependent 4 KiB allreduces in one jitted call, median (us)",
+                     "low", times(1e6, "chain")))
     if not a.no_train:
         vals = {}
         for p in PEERS:
@@ -310,7 +321,9 @@ def parse_args(argv=None):
     p.add_argument("--batch", type=int, help="train batch per rank (default 32; --smoke 8)")
     p.add_argument("--train-iters", type=int, help="timed train steps (default 60; --smoke 10)")
     p.add_argument("--train-warmup", type=int, help="untimed train steps (default 5; --smoke 2)")
-    p.add_argument("--no-train", action="store_true", help="allreduce rows only")
+    p.add_argument("--no-train", action="store_true", help="no train step row")
+    p.add_argument("--no-chain", action="store_true",
+                   help=f"no row of {CHAIN_OPS} dependent 4 KiB allreduces in one jitted call")
     p.add_argument("--repeats", type=int,
                    help="run the whole comparison R times, interleaved, and report each ratio's "
                         "median and range over the rounds (default 3; --smoke 1)")
@@ -323,9 +336,9 @@ def parse_args(argv=None):
                    help="interpreter with mpi4jax (default <repo>/.venv-mpi4jax/bin/python, made "
                         "by scripts/setup_mpi4jax.sh)")
     p.add_argument("--hvda-args", default="", help="extra horovodrun arguments")
-    p.add_argument("--mpi-args", default="--bind-to none",
-                   help="extra mpirun.openmpi arguments (default '--bind-to none': bound to one "
-                        "core, an in-jit MPI call shares it with XLA's threads; README)")
+    p.add_argument("--mpi-args", default="",
+                   help="extra mpirun.openmpi arguments, e.g. '--bind-to none' (default: none, "
+                        "so Open MPI binds each rank to a core, its default at np <= 2)")
     p.add_argument("--xla-flags", default=DEFAULT_XLA_FLAGS,
                    help=f"XLA_FLAGS of every job (default '{DEFAULT_XLA_FLAGS}': one compute "
                         "thread per process, as the torch benchmarks' set_num_threads(1))")
@@ -351,8 +364,8 @@ def parse_args(argv=None):
     a.timeout = a.timeout or (120.0 if a.smoke else 300.0)
     if min(a.batch, a.train_iters, a.repeats) < 1:
         p.error("--batch, --train-iters and --repeats must be >= 1")
-    if a.no_train and not a.sizes:
-        p.error("nothing to measure: --no-train and no --sizes")
+    if a.no_train and a.no_chain and not a.sizes:
+        p.error("nothing to measure: --no-train, --no-chain and no --sizes")
     return a
 
 
@@ -390,6 +403,7 @@ def main(argv=None):
             order = runnable if rnd % 2 == 0 else runnable[::-1]
             print(f"round {rnd + 1}/{a.repeats}")
             probes = [host_probe.cross_cpu_handoff_gbps()]
+            meta.setdefault("loadavg_per_round", []).append(os.getloadavg()[0])
             results = {}
             for peer in order:
                 t0 = time.monotonic()
@@ -418,7 +432,8 @@ def main(argv=None):
           "% ideal: samples/s against N independent processes without communication.")
     for rnd, results in enumerate(rounds):
         if a.repeats > 1:
-            print(f"\nround {rnd + 1} (cross-CPU hand-off before/after: "
+            print(f"\nround {rnd + 1} (load average at start "
+                  f"{meta['loadavg_per_round'][rnd]:.2f}; cross-CPU hand-off before/after: "
                   f"{probe_text(meta['cross_cpu_gbps'][rnd])}):")
         print(render_round(results, a))
     if a.repeats > 1:

@@ -12,6 +12,8 @@ What is timed (every peer by this same code; backends.py holds the libraries):
   perf_counter around f(x).block_until_ready(). Per iteration the max over
   ranks is taken (one untimed max-allreduce after the block), then median,
   p10, p90, min and max over iterations.
+* chain: `ops` dependent 4 KiB allreduces in one jitted function, timed the
+  same way: the cost of each op inside a program beyond the per-call cost.
 * train step (mlp.py): one step from the initial parameters is checked against
   the locally computed mean over ranks' gradients; then `warmup` untimed steps,
   one barrier, `iters` steps timed the same way (step(...) then
@@ -93,6 +95,31 @@ def measure_allreduce(backend, sizes):
     return out
 
 
+def measure_chain(backend, cc):
+    """`ops` dependent allreduces of `bytes` in one call (one jitted function
+    for in-jit peers): against the single-op row, the cost of each further op
+    inside one program, without the per-call cost."""
+    ops = cc["ops"]
+
+    def chain(x):
+        for _ in range(ops):
+            x = backend.allreduce_sum(x)
+        return x
+
+    f = jax.jit(chain) if backend.in_jit else chain
+    n = backend.size
+    want = n * (n + 1) / 2.0 * n ** (ops - 1)
+    x = jnp.full((cc["bytes"] // 4,), backend.rank + 1.0, jnp.float32)
+    y = np.asarray(f(x).block_until_ready())
+    if y.min() != want or y.max() != want:
+        raise RuntimeError(f"{backend.name}: {ops} chained allreduces wrong on rank "
+                           f"{backend.rank}: values in [{y.min()}, {y.max()}], want {want}")
+    for _ in range(cc["warmup"]):
+        f(x).block_until_ready()
+    times = timed_block(backend, lambda: f(x).block_until_ready(), cc["iters"])
+    return dict(summary(times), **cc)
+
+
 def check_first_step(backend, step, tc, x, y):
     """One step from the initial parameters must equal the locally computed
     step on the mean of every rank's gradients."""
@@ -150,6 +177,8 @@ def main(argv=None):
               "xla_flags": os.environ.get("XLA_FLAGS", "")}
     if a.peer != "ideal" and cfg.get("sizes"):
         result["allreduce"] = measure_allreduce(backend, cfg["sizes"])
+    if a.peer != "ideal" and cfg.get("chain"):
+        result["chain"] = measure_chain(backend, cfg["chain"])
     if cfg.get("train"):
         result["train"] = measure_train(backend, cfg["train"])
     if backend.rank == 0 or a.peer == "ideal":
