@@ -55,6 +55,7 @@ DEFAULT_WIDTHS = [1024, 1024, 1024, 1024, 10]
 SMOKE_WIDTHS = [256, 256, 10]
 DEFAULT_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false"
 CHAIN_OPS = 8
+LOADED = 1.0  # load average above which the run is flagged
 
 
 # ---------------------------------------------------------------- plan
@@ -382,6 +383,10 @@ def main(argv=None):
     if meta["busy_before"]:
         print(f"WARNING: build processes running ({', '.join(meta['busy_before'][:5])}): "
               "numbers will be noise", file=sys.stderr)
+    if meta["loadavg_before"] > LOADED:
+        print(f"WARNING: load average {meta['loadavg_before']:.2f}: with other processes "
+              "runnable, MPI's busy-polling ranks lose whole scheduler slices (16-40 ms per op "
+              "seen here); wait for a quiet host (README)", file=sys.stderr)
 
     errors, failed_jobs, rounds = {}, [], []
     runnable = []
