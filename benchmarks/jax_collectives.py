@@ -193,9 +193,13 @@ def time_unit(nbytes):
     return ("us", 1e6) if nbytes <= 1 * MIB else ("ms", 1e3)
 
 
+IN_JIT = ("hvda", "mpi4jax")  # peers whose ops run inside jax.jit (donation applies)
+COMMUNICATING = ("hvda", "mpi4jax", "mpi4py")
+
+
 def table_rows(results, a):
-    """[(metric, better, {peer: (median, p10, p90) or None})]; better: 'low'
-    (times) or 'high' (samples/s)."""
+    """[(metric, better, {peer: (median, p10, p90) or None}, peers the row is
+    for)]; better: 'low' (times) or 'high' (samples/s)."""
     def stat(peer, *path):
         r = results.get(peer)
         for k in path:
@@ -213,13 +217,15 @@ def table_rows(results, a):
         return out
 
     rows = []
-    for n in a.sizes:
-        unit, scale = time_unit(n)
-        rows.append((f"allreduce {human_size(n)}, median ({unit})", "low",
-                     times(scale, "allreduce", str(n))))
+    for key, label, peers in (("allreduce_donated", "in place (donated)", IN_JIT),
+                              ("allreduce", "out of place", COMMUNICATING)):
+        for n in a.sizes:
+            unit, scale = time_unit(n)
+            rows.append((f"allreduce {human_size(n)} {label}, median ({unit})", "low",
+                         times(scale, key, str(n)), peers))
     if not a.no_chain:
-        rows.append((f"{CHAIN_OPS} dependent 4 KiB allreduces in one jitted call, median (us)",
-                     "low", times(1e6, "chain")))
+        rows.append((f"{CHAIN_OPS} dependent 4 KiB allreduces in one call, median (us)",
+                     "low", times(1e6, "chain"), COMMUNICATING))
     if not a.no_train:
         vals = {}
         for p in PEERS:
@@ -230,7 +236,7 @@ def table_rows(results, a):
                                               t["samples_per_s"] * t["median_s"] / t["p10_s"])
         params = sum(x * y + y for x, y in zip(a.widths[:-1], a.widths[1:]))
         rows.append((f"train step, MLP {params / 1e6:.1f} M params, batch {a.batch}/rank "
-                     "(samples/s)", "high", vals))
+                     "(samples/s)", "high", vals, PEERS))
     return rows
 
 
@@ -241,53 +247,55 @@ def ratio(better, h, o):
     return h / o if better == "high" else o / h
 
 
-def pct_ideal(better, v, ideal):
-    return None if better != "high" or not v or not ideal else v / ideal
+def pct_ideal(v, ideal):
+    return None if not v or not ideal else v / ideal
+
+
+COLUMNS = ([LABEL[p] for p in PEERS] + [f"hvda/{p}" for p in COMPARED]
+           + ["hvda % ideal", "mpi4jax % ideal"])
+
+
+def _cells(better, meds, peers, value_cell, ratio_cell, pct_cell):
+    """The cells right of the metric: a value per peer, hvda's ratio against
+    each compared peer, % of ideal (samples/s rows); '' where the row is not
+    for that peer."""
+    cells = [value_cell(p) if p in peers else "" for p in PEERS]
+    cells += [ratio_cell([ratio(better, m["hvda"], m[p]) for m in meds]) if p in peers else ""
+              for p in COMPARED]
+    cells += [pct_cell([pct_ideal(m[p], m["ideal"]) for m in meds]) if better == "high" else ""
+              for p in ("hvda", "mpi4jax")]
+    return cells
 
 
 def render_round(results, a):
     """One round: each peer's median [p10..p90] and the same-run ratios."""
-    cols = (["metric"] + [LABEL[p] for p in PEERS] + [f"hvda/{p}" for p in COMPARED]
-            + ["hvda % ideal", "mpi4jax % ideal"])
     body = []
-    for metric, better, vals in table_rows(results, a):
-        cells = [metric]
-        for p in PEERS:
-            v = vals[p]
-            cells.append("" if v is None and p == "ideal" and better == "low" else
-                         "n/a" if v is None else f"{fmt(v[0])} [{fmt(v[1])}..{fmt(v[2])}]")
+    for metric, better, vals, peers in table_rows(results, a):
         med = {p: (vals[p][0] if vals[p] else None) for p in PEERS}
-        for p in COMPARED:
-            r = ratio(better, med["hvda"], med[p])
-            cells.append("n/a" if r is None else f"{r:.2f}x")
-        for p in ("hvda", "mpi4jax"):
-            r = pct_ideal(better, med[p], med["ideal"])
-            cells.append("" if better != "high" else "n/a" if r is None else f"{100 * r:.0f}%")
-        body.append(cells)
-    return _layout(cols, body)
+        body.append([metric] + _cells(
+            better, [med], peers,
+            lambda p: "n/a" if vals[p] is None else
+            f"{fmt(vals[p][0])} [{fmt(vals[p][1])}..{fmt(vals[p][2])}]",
+            lambda rs: "n/a" if rs[0] is None else f"{rs[0]:.2f}x",
+            lambda rs: "n/a" if rs[0] is None else f"{100 * rs[0]:.0f}%"))
+    return _layout(["metric"] + COLUMNS, body)
 
 
 def render_summary(rounds, a):
     """Over R rounds: each peer's median value; each same-run ratio's median
     [min..max] (the numbers to quote)."""
     per_round = [table_rows(results, a) for results in rounds]
-    cols = (["metric"] + [f"{LABEL[p]} (median)" for p in PEERS] + [f"hvda/{p}" for p in COMPARED]
-            + ["hvda % ideal", "mpi4jax % ideal"])
     body = []
-    for i, (metric, better, _) in enumerate(per_round[0]):
-        cells = [metric]
+    for i, (metric, better, _, peers) in enumerate(per_round[0]):
         meds = [{p: (r[i][2][p][0] if r[i][2][p] else None) for p in PEERS} for r in per_round]
-        for p in PEERS:
+
+        def value(p):
             vals = [m[p] for m in meds if m[p] is not None]
-            cells.append(fmt(statistics.median(vals)) if vals else
-                         ("" if p == "ideal" and better == "low" else "n/a"))
-        for p in COMPARED:
-            cells.append(spread([ratio(better, m["hvda"], m[p]) for m in meds]))
-        for p in ("hvda", "mpi4jax"):
-            cells.append("" if better != "high" else
-                         spread([pct_ideal(better, m[p], m["ideal"]) for m in meds], pct=True))
-        body.append(cells)
-    return _layout(cols, body)
+            return fmt(statistics.median(vals)) if vals else "n/a"
+        body.append([metric] + _cells(better, meds, peers, value, spread,
+                                      lambda rs: spread(rs, pct=True)))
+    return _layout(["metric"] + [f"{c} (median)" for c in COLUMNS[:len(PEERS)]]
+                   + COLUMNS[len(PEERS):], body)
 
 
 def busy_now():

@@ -5,13 +5,16 @@
     --peer ideal     one of --count independent processes (--index i); train step only
 
 What is timed (every peer by this same code; backends.py holds the libraries):
-* allreduce, per size (float32 Sum, out of place): f = jax.jit(allreduce_sum)
-  (host peers: the plain function). The first call compiles and is checked
-  (every element must be the sum over ranks of rank+1); then `warmup` more
-  untimed calls, one barrier, then `iters` calls, each timed on every rank with
-  perf_counter around f(x).block_until_ready(). Per iteration the max over
-  ranks is taken (one untimed max-allreduce after the block), then median,
-  p10, p90, min and max over iterations.
+* allreduce, per size (float32 Sum), twice for in-jit peers: donated
+  (jax.jit(allreduce_sum, donate_argnums=0), the output fed back as the next
+  input: in place, as the other benchmarks reduce) and out of place (the same
+  input every call; XLA allocates a new output each time). Host peers: out of
+  place only. The first call compiles and is checked (every element must be
+  the sum over ranks of rank+1); then `warmup` more untimed calls, one
+  barrier, then `iters` calls, each timed on every rank with perf_counter
+  around f(x).block_until_ready(). Per iteration the max over ranks is taken
+  (one untimed max-allreduce after the block), then median, p10, p90, min and
+  max over iterations.
 * chain: `ops` dependent 4 KiB allreduces in one jitted function, timed the
   same way: the cost of each op inside a program beyond the per-call cost.
 * train step (mlp.py): one step from the initial parameters is checked against
@@ -73,8 +76,16 @@ def timed_block(backend, call, iters):
     return backend.max_over_ranks(times)
 
 
-def measure_allreduce(backend, sizes):
-    f = jax.jit(backend.allreduce_sum) if backend.in_jit else backend.allreduce_sum
+def measure_allreduce(backend, sizes, donated):
+    """Per size: the allreduce's check, then its timed block. donated (in-jit
+    peers only): jax.jit(..., donate_argnums=0) and each call's output is the
+    next call's input, so XLA can reduce in place (the buffer then holds zeros,
+    which a Sum keeps; the check runs on a fresh buffer first). Otherwise the
+    same input every call and a new output each time."""
+    if backend.in_jit:
+        f = jax.jit(backend.allreduce_sum, donate_argnums=0 if donated else ())
+    else:
+        f = backend.allreduce_sum
     n, want = backend.size, backend.size * (backend.size + 1) / 2.0
     out = {}
     for nbytes, iters, warmup in sizes:
@@ -82,15 +93,22 @@ def measure_allreduce(backend, sizes):
         t0 = time.perf_counter()
         y = np.asarray(f(x).block_until_ready())
         first_s = time.perf_counter() - t0
-        if y.shape != x.shape or y.min() != want or y.max() != want:
+        if y.shape != (nbytes // 4,) or y.min() != want or y.max() != want:
             raise RuntimeError(f"{backend.name}: allreduce Sum of {nbytes} B wrong on rank "
                                f"{backend.rank}: values in [{y.min()}, {y.max()}], want {want}")
+        state = {"buf": jnp.zeros((nbytes // 4,), jnp.float32) if donated else x}
+
+        def call():
+            y = f(state["buf"]).block_until_ready()
+            if donated:
+                state["buf"] = y
+
         for _ in range(warmup):
-            f(x).block_until_ready()
-        times = timed_block(backend, lambda x=x: f(x).block_until_ready(), iters)
+            call()
+        times = timed_block(backend, call, iters)
         med = statistics.median(times)
         out[str(nbytes)] = dict(summary(times), bytes=nbytes, iters=iters, warmup=warmup,
-                                first_call_s=first_s,
+                                first_call_s=first_s, donated=donated,
                                 busbw_GBps=nbytes * 2.0 * (n - 1) / n / med / 1e9)
     return out
 
@@ -176,7 +194,9 @@ def main(argv=None):
     result = {"peer": a.peer, "api": backend.api, "size": backend.size, "jax": jax.__version__,
               "xla_flags": os.environ.get("XLA_FLAGS", "")}
     if a.peer != "ideal" and cfg.get("sizes"):
-        result["allreduce"] = measure_allreduce(backend, cfg["sizes"])
+        if backend.in_jit:
+            result["allreduce_donated"] = measure_allreduce(backend, cfg["sizes"], True)
+        result["allreduce"] = measure_allreduce(backend, cfg["sizes"], False)
     if a.peer != "ideal" and cfg.get("chain"):
         result["chain"] = measure_chain(backend, cfg["chain"])
     if cfg.get("train"):
