@@ -92,7 +92,8 @@ def peer_python(peer, a):
 
 
 PREFLIGHT_IMPORT = {
-    "hvda": "import jax; from horovod_accel.jax import xla_ops",
+    # Attribute look-ups too: a half-written package can import as an empty namespace.
+    "hvda": "import horovod_accel.jax as h; h.init, h.allreduce, h.grouped_allreduce, h.Sum",
     "mpi4jax": "import jax, mpi4jax; from mpi4py import MPI",
     "mpi4py": "import jax; from mpi4py import MPI",
     "ideal": "import jax",

@@ -23,48 +23,27 @@ import numpy as np
 
 
 class HvdaBackend:
-    """horovod_accel inside jax.jit: the public horovod_accel.jax API (an op
-    on traced values is staged as an XLA custom call), or, while that package
-    is not there, its in-jit layer horovod_accel.jax.xla_ops with the core's
-    HorovodBasics for init/rank/size. `api` says which one ran."""
+    """horovod_accel inside jax.jit through its public API: an op called on
+    traced values is staged as an XLA custom call."""
 
     name = "hvda"
     in_jit = True
 
     def __init__(self):
-        try:
-            import horovod_accel.jax as hvd
-            hvd.allreduce, hvd.grouped_allreduce, hvd.init  # noqa: B018 (present?)
-        except (ImportError, AttributeError):
-            hvd = None
-        if hvd is not None:
-            hvd.init()
-            self.api = "horovod_accel.jax"
-            self._allreduce = lambda x, op: hvd.allreduce(x, op=op)
-            self._grouped = lambda xs, op: hvd.grouped_allreduce(xs, op=op)
-            self.SUM, self.AVERAGE, self.MAX = hvd.Sum, hvd.Average, hvd.Max
-            self._shutdown = hvd.shutdown
-            self.rank, self.size = hvd.rank(), hvd.size()
-        else:
-            from horovod_accel.common.basics import HorovodBasics
-            from horovod_accel.jax import xla_ops
-            basics = HorovodBasics()
-            basics.init()
-            self.api = "horovod_accel.jax.xla_ops"
-            self._allreduce = lambda x, op: xla_ops.allreduce(x, op=op)
-            self._grouped = lambda xs, op: xla_ops.grouped_allreduce(xs, op=op)
-            self.SUM, self.AVERAGE, self.MAX = basics.Sum, basics.Average, basics.Max
-            self._shutdown = basics.shutdown
-            self.rank, self.size = basics.rank(), basics.size()
-        self._max = jax.jit(lambda v: self._allreduce(v, self.MAX))
+        import horovod_accel.jax as hvd
+        hvd.init()
+        self._hvd = hvd
+        self.api = "horovod_accel.jax"
+        self.rank, self.size = hvd.rank(), hvd.size()
+        self._max = jax.jit(lambda v: hvd.allreduce(v, op=hvd.Max))
         self._one = jnp.zeros((1,), jnp.float32)
 
     def allreduce_sum(self, x):
-        return self._allreduce(x, self.SUM)
+        return self._hvd.allreduce(x, op=self._hvd.Sum)
 
     def average_grads(self, grads):
         # One grouped op for the whole pytree: the core fuses it (one custom call).
-        return self._grouped(list(grads), self.AVERAGE)
+        return self._hvd.grouped_allreduce(list(grads), op=self._hvd.Average)
 
     def barrier(self):
         # An allreduce completes on no rank before every rank has submitted it.
@@ -75,7 +54,7 @@ class HvdaBackend:
 
     def finish(self):
         self.barrier()
-        self._shutdown()
+        self._hvd.shutdown()
 
 
 class Mpi4jaxBackend:
