@@ -85,15 +85,23 @@ void CycleLoop::Wake() {
   wake_cv_.notify_one();
 }
 
-void CycleLoop::NoteEnqueued() {
+void CycleLoop::NoteEnqueued(bool caller_waits) {
   last_enqueue_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
                          std::memory_order_relaxed);
   // NOTE [Inline cycles]: new ops need no wake-up while the background thread
   // keeps its normal pace (it takes them at its next cycle, together, which
   // is what fusion wants; a thread that waits on one drives it at once). Only
   // a thread sleeping in the idle back-off is woken, and with inline cycles
-  // off every enqueue wakes it (the eager behaviour).
-  if (!options_.inline_cycles || backed_off_.load(std::memory_order_acquire)) Wake();
+  // off every enqueue wakes it (the eager behaviour). A caller that waits at
+  // once (an XLA custom call, one op per jitted call) drives the op itself:
+  // waking the backed-off thread there cost a futex wake-up and a context
+  // switch per op, which slowed two ranks on two cores by a third
+  // (docs/design/jax.md, "Performance").
+  if (!options_.inline_cycles) {
+    Wake();
+  } else if (!caller_waits && backed_off_.load(std::memory_order_acquire)) {
+    Wake();
+  }
 }
 
 // Cycle mutex held. Runs cycles while w waits for negotiation; returns when w

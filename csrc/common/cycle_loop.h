@@ -99,8 +99,10 @@ class CycleLoop {
   // Starts the background thread's next cycle now instead of at its timer.
   void Wake();
   // After an op was enqueued (NOTE [Enqueue bursts]); wakes the background
-  // thread only when it is backed off or inline cycles are off.
-  void NoteEnqueued();
+  // thread only when it is backed off or inline cycles are off, and not when
+  // `caller_waits`: the enqueuing thread Waits on the op at once and drives
+  // its cycles itself (inline cycles on).
+  void NoteEnqueued(bool caller_waits = false);
   // From a device-runtime thread: in-flight device work may have finished.
   void WakeForCompletion();
   // After the host polled its device executors: wakes the framework threads

@@ -48,11 +48,12 @@ Status Generation::RecordReady(const EnqueueArgs& a, TensorEntry* e) {
   return Status::OK();
 }
 
-Status Generation::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works) {
+Status Generation::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works,
+                           bool caller_waits) {
   works->clear();
   if (ops.empty()) return Status::OK();
   std::vector<TensorEntry> entries(ops.size());
-  HVDA_RETURN_IF_ERROR(EnqueueEntries(ops.data(), entries.data(), ops.size()));
+  HVDA_RETURN_IF_ERROR(EnqueueEntries(ops.data(), entries.data(), ops.size(), caller_waits));
   for (auto& w : entries) works->push_back(std::move(w.work));
   return Status::OK();
 }
@@ -69,7 +70,8 @@ Status Generation::EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work) {
 // a refusal nothing is queued. After a failure of the job, or once the
 // generation is ending (NOTE [A deadlock ends the generation] in
 // coordinator.h), every op gets a Work already failed with that error.
-Status Generation::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n) {
+Status Generation::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n,
+                                  bool caller_waits) {
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
     if (!EndStatusLocked().ok()) {
@@ -94,7 +96,7 @@ Status Generation::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t
     HVDA_RETURN_IF_ERROR(ps->queue.Add(entries, n));
   }
   activity_->NoteActivity();
-  cycles_.NoteEnqueued();
+  cycles_.NoteEnqueued(caller_waits);
   return Status::OK();
 }
 

@@ -72,11 +72,12 @@ bool Runtime::IsHomogeneous() const {
   return g && g->IsHomogeneous();
 }
 
-Status Runtime::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works) {
+Status Runtime::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works,
+                        bool caller_waits) {
   works->clear();
   std::shared_ptr<Generation> g;
   HVDA_RETURN_IF_ERROR(Initialized(&g));
-  return g->Enqueue(std::move(ops), works);
+  return g->Enqueue(std::move(ops), works, caller_waits);
 }
 
 Status Runtime::EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work) {

@@ -64,7 +64,11 @@ class Runtime {
 
   // Validates and enqueues ops atomically (a group when several); never
   // blocks on communication. InvalidArgument describes what is wrong.
-  Status Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works);
+  // caller_waits: the caller Waits on the Works at once (the core C API's
+  // enqueue_wait), so it drives their cycles itself and the background
+  // thread need not be woken for them (NOTE [Inline cycles]).
+  Status Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works,
+                 bool caller_waits = false);
   // Enqueue of a single op, without the vectors (the per-op path).
   Status EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work);
   std::shared_ptr<Work> EnqueueJoin(int device);

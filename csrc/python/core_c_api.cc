@@ -110,7 +110,7 @@ Status ToArgs(const hvda_core_op& op, EnqueueArgs* a) {
 
 // Validates and enqueues ops; *works receives one Work per op.
 int32_t EnqueueWorks(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n,
-                     std::vector<std::shared_ptr<Work>>* works) {
+                     std::vector<std::shared_ptr<Work>>* works, bool caller_waits) {
   if (rt == nullptr || ops == nullptr || n < 1)
     return Fail(StatusCode::kInvalidArgument, "enqueue: no runtime or no ops");
   std::vector<EnqueueArgs> args(n);
@@ -122,14 +122,14 @@ int32_t EnqueueWorks(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n,
                   "grouped op '" + args[i].name + "': every tensor of a group must use the same "
                   "process set");
   }
-  Status st = AsRuntime(rt)->Enqueue(std::move(args), works);
+  Status st = AsRuntime(rt)->Enqueue(std::move(args), works, caller_waits);
   return st.ok() ? HVDA_CORE_OK : Fail(st);
 }
 
 int32_t Enqueue(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n) {
   try {
     std::vector<std::shared_ptr<Work>> works;
-    int32_t rc = EnqueueWorks(rt, ops, n, &works);
+    int32_t rc = EnqueueWorks(rt, ops, n, &works, /*caller_waits=*/false);
     if (rc != HVDA_CORE_OK) return rc;
     for (int32_t i = 0; i < n; ++i) Attach(works[i], ops[i].done, ops[i].done_user);
     AsRuntime(rt)->RequestProgress();  // nobody Waits on these Works
@@ -142,7 +142,7 @@ int32_t Enqueue(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n) {
 int32_t EnqueueWait(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n) {
   std::vector<std::shared_ptr<Work>> works;
   try {
-    int32_t rc = EnqueueWorks(rt, ops, n, &works);
+    int32_t rc = EnqueueWorks(rt, ops, n, &works, /*caller_waits=*/true);
     if (rc != HVDA_CORE_OK) return rc;
   } catch (const std::exception& e) {
     return Fail(StatusCode::kUnknown, std::string("enqueue failed: ") + e.what());
