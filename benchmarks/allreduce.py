@@ -307,7 +307,9 @@ def busy_processes():
                     name = f.read().strip()
             except OSError:
                 continue
-            if name in ("cc1plus", "cc1", "ld", "ld.lld", "ld.gold", "ninja", "make", "nvcc"):
+            # zig: the release wheels' compiler (docs/design/packaging.md).
+            if name in ("cc1plus", "cc1", "ld", "ld.lld", "ld.gold", "ninja", "make", "nvcc",
+                        "zig"):
                 busy.append(f"{name}({d})")
     return busy
 

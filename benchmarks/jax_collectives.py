@@ -299,21 +299,6 @@ def render_summary(rounds, a):
                    + COLUMNS[len(PEERS):], body)
 
 
-def busy_now():
-    """Compiler/linker processes running now (allreduce.busy_processes, plus
-    zig, which the wheel build compiles with)."""
-    busy = busy_processes()
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/comm") as f:
-                    if f.read().strip() == "zig":
-                        busy.append(f"zig({d})")
-            except OSError:
-                continue
-    return busy
-
-
 # ---------------------------------------------------------------- main
 
 def parse_args(argv=None):
@@ -386,7 +371,7 @@ def main(argv=None):
     meta = {"argv": sys.argv, "np": a.np, "cpus": os.cpu_count(),
             "python": platform.python_version(), "host": platform.node(),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "loadavg_before": os.getloadavg()[0],
-            "busy_before": busy_now(), "xla_flags": a.xla_flags, "mpi_args": a.mpi_args}
+            "busy_before": busy_processes(), "xla_flags": a.xla_flags, "mpi_args": a.mpi_args}
     print(f"JAX collectives benchmark: np={a.np}, {os.cpu_count()} CPUs, peers: "
           f"{','.join(a.only)}; load {meta['loadavg_before']:.2f}")
     if meta["busy_before"]:
@@ -436,7 +421,7 @@ def main(argv=None):
             probes.append(host_probe.cross_cpu_handoff_gbps())
             meta["cross_cpu_gbps"].append(probes)
             print(f"  cross-CPU hand-off before/after: {probe_text(probes)}")
-    meta["busy_after"] = busy_now()
+    meta["busy_after"] = busy_processes()
     meta["loadavg_after"] = os.getloadavg()[0]
 
     print()
