@@ -467,6 +467,47 @@ def parse_args(argv=None):
     return a
 
 
+def run_meta(a):
+    """What every benchmark driver records about its start (argv, machine,
+    load, build processes running) and warns about."""
+    meta = {
+        "argv": sys.argv, "np": a.np, "cpus": os.cpu_count(), "python": platform.python_version(),
+        "host": platform.node(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "loadavg_before": os.getloadavg()[0], "busy_before": busy_processes(),
+    }
+    return meta
+
+
+def warn_if_busy(meta):
+    if meta["busy_before"]:
+        print(f"WARNING: build processes running ({', '.join(meta['busy_before'][:5])}): "
+              "numbers will be noise", file=sys.stderr)
+
+
+def run_round(peers, label, run_one, verbose):
+    """One round of a driver: run_one(peer) -> (result, reason, tail) for
+    each peer in order, with progress lines. Returns (results: {peer:
+    result}, failures: {peer: reason}, probes: the cross-CPU hand-off read
+    before and after the round, host_probe.py: rounds in a slow phase are
+    flagged, not silently averaged in)."""
+    probes = [host_probe.cross_cpu_handoff_gbps()]
+    results, failures = {}, {}
+    for peer in peers:
+        t0 = time.monotonic()
+        print(f"running {label[peer]} ...", end=" ", flush=True)
+        result, reason, tail = run_one(peer)
+        print(f"{'done' if result else 'n/a: ' + reason} ({time.monotonic() - t0:.1f} s)")
+        if tail and (verbose or not result):
+            print(f"  [{peer} job output, last lines]\n{tail}", file=sys.stderr)
+        if result:
+            results[peer] = result
+        else:
+            failures[peer] = reason
+    probes.append(host_probe.cross_cpu_handoff_gbps())
+    print(f"  cross-CPU hand-off before/after: {probe_text(probes)}")
+    return results, failures, probes
+
+
 def namespace_hosts(n):
     """tests/multihost/netns_hosts.NetnsHosts(n); SystemExit with the reason
     when namespaces cannot be made here."""
@@ -482,16 +523,10 @@ def main(argv=None):
     a = parse_args(argv)
     cfg = make_plan(a)
     env = job_env()
-    meta = {
-        "argv": sys.argv, "np": a.np, "cpus": os.cpu_count(), "python": platform.python_version(),
-        "host": platform.node(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "loadavg_before": os.getloadavg()[0], "busy_before": busy_processes(),
-    }
+    meta = run_meta(a)
     print(f"allreduce benchmark: np={a.np}, {os.cpu_count()} CPUs, float32 Sum in place, "
           f"peers: {','.join(a.only)}; load {meta['loadavg_before']:.2f}")
-    if meta["busy_before"]:
-        print(f"WARNING: build processes running ({', '.join(meta['busy_before'][:5])}): "
-              "numbers will be noise", file=sys.stderr)
+    warn_if_busy(meta)
 
     rounds, errors = [], {}
     with contextlib.ExitStack() as stack:
@@ -506,30 +541,18 @@ def main(argv=None):
         with open(cfg_path, "w") as f:
             json.dump(cfg, f)
         meta["cross_cpu_gbps"] = []  # per round: [before, after] (host_probe.py)
+        for peer in PEER_ORDER:
+            if peer not in a.only:
+                errors[peer] = "not selected"
+        peers = [p for p in PEER_ORDER if p in a.only]
         for rnd in range(a.repeats):
             print(f"round {rnd + 1}/{a.repeats}")
-            probes = [host_probe.cross_cpu_handoff_gbps()]
-            results = {}
-            for peer in PEER_ORDER:
-                if peer not in a.only:
-                    errors[peer] = "not selected"
-                    continue
-                t0 = time.monotonic()
-                print(f"running {PEER_LABEL[peer]} ...", end=" ", flush=True)
-                result, reason, tail = run_peer(peer, a, cfg_path, workdir, env, hosts)
-                print(f"{'done' if result else 'n/a: ' + reason} ({time.monotonic() - t0:.1f} s)")
-                if tail and (a.verbose or not result):
-                    print(f"  [{peer} job output, last lines]\n{tail}", file=sys.stderr)
-                if result:
-                    results[peer] = result
-                else:
-                    errors[peer] = reason
+            results, failures, probes = run_round(
+                peers, PEER_LABEL,
+                lambda peer: run_peer(peer, a, cfg_path, workdir, env, hosts), a.verbose)
+            errors.update(failures)
             rounds.append(results)
-            # What the VM's CPUs could hand each other around this round: rounds
-            # in a slow phase are flagged, not silently averaged in.
-            probes.append(host_probe.cross_cpu_handoff_gbps())
             meta["cross_cpu_gbps"].append(probes)
-            print(f"  cross-CPU hand-off before/after: {probe_text(probes)}")
     meta["busy_after"] = busy_processes()
     meta["loadavg_after"] = os.getloadavg()[0]
 

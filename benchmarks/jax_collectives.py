@@ -22,7 +22,6 @@ reverse order every other round. See benchmarks/README.md, section "JAX".
 import argparse
 import json
 import os
-import platform
 import shlex
 import shutil
 import statistics
@@ -33,10 +32,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import host_probe  # noqa: E402
 # Process handling and formatting shared with the allreduce benchmark.
 from allreduce import (KIB, MIB, _layout, busy_processes, fmt, human_size, job_env,  # noqa: E402
-                       parse_size, probe_text, reason_line, run_logged, run_processes, spread)
+                       parse_size, probe_text, reason_line, run_logged, run_meta, run_processes,
+                       run_round, spread, warn_if_busy)
 
 REPO_ROOT = os.path.dirname(HERE)
 WORKER = os.path.join(HERE, "jax_peers", "jax_worker.py")
@@ -368,15 +367,11 @@ def main(argv=None):
     a = parse_args(argv)
     cfg = make_plan(a)
     env = peer_env(a)
-    meta = {"argv": sys.argv, "np": a.np, "cpus": os.cpu_count(),
-            "python": platform.python_version(), "host": platform.node(),
-            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "loadavg_before": os.getloadavg()[0],
-            "busy_before": busy_processes(), "xla_flags": a.xla_flags, "mpi_args": a.mpi_args}
+    meta = run_meta(a)
+    meta.update(xla_flags=a.xla_flags, mpi_args=a.mpi_args)
     print(f"JAX collectives benchmark: np={a.np}, {os.cpu_count()} CPUs, peers: "
           f"{','.join(a.only)}; load {meta['loadavg_before']:.2f}")
-    if meta["busy_before"]:
-        print(f"WARNING: build processes running ({', '.join(meta['busy_before'][:5])}): "
-              "numbers will be noise", file=sys.stderr)
+    warn_if_busy(meta)
     if meta["loadavg_before"] > LOADED:
         print(f"WARNING: load average {meta['loadavg_before']:.2f}: with other processes "
               "runnable, MPI's busy-polling ranks lose whole scheduler slices (16-40 ms per op "
@@ -401,26 +396,15 @@ def main(argv=None):
         for rnd in range(a.repeats):
             order = runnable if rnd % 2 == 0 else runnable[::-1]
             print(f"round {rnd + 1}/{a.repeats}")
-            probes = [host_probe.cross_cpu_handoff_gbps()]
             meta.setdefault("loadavg_per_round", []).append(os.getloadavg()[0])
-            results = {}
-            for peer in order:
-                t0 = time.monotonic()
-                print(f"running {LABEL[peer]} ...", end=" ", flush=True)
-                result, reason, tail = run_peer(peer, a, cfg_path, workdir, env,
-                                                f"r{rnd}.{peer}")
-                print(f"{'done' if result else 'n/a: ' + reason} ({time.monotonic() - t0:.1f} s)")
-                if tail and (a.verbose or not result):
-                    print(f"  [{peer} job output, last lines]\n{tail}", file=sys.stderr)
-                if result:
-                    results[peer] = result
-                else:
-                    errors[peer] = reason
-                    failed_jobs.append((rnd + 1, peer, reason))
+            results, failures, probes = run_round(
+                order, LABEL,
+                lambda peer: run_peer(peer, a, cfg_path, workdir, env, f"r{rnd}.{peer}"),
+                a.verbose)
+            errors.update(failures)
+            failed_jobs += [(rnd + 1, peer, reason) for peer, reason in failures.items()]
             rounds.append(results)
-            probes.append(host_probe.cross_cpu_handoff_gbps())
             meta["cross_cpu_gbps"].append(probes)
-            print(f"  cross-CPU hand-off before/after: {probe_text(probes)}")
     meta["busy_after"] = busy_processes()
     meta["loadavg_after"] = os.getloadavg()[0]
 

@@ -57,27 +57,14 @@ class HvdaBackend:
         self._hvd.shutdown()
 
 
-class Mpi4jaxBackend:
-    """mpi4jax inside jax.jit (its ops are XLA custom calls over MPI_COMM_WORLD's
-    clone). Gradients: one mpi4jax.allreduce(SUM) per leaf, then / size (MPI
-    has no average; XLA fuses the division into the SGD update)."""
-
-    name = "mpi4jax"
-    in_jit = True
+class _MpiWorld:
+    """MPI_COMM_WORLD through mpi4py: the control calls both MPI peers share."""
 
     def __init__(self):
-        import mpi4jax
         from mpi4py import MPI
-        self._mpi4jax, self._MPI = mpi4jax, MPI
+        self._MPI = MPI
         self.comm = MPI.COMM_WORLD
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
-        self.api = f"mpi4jax {mpi4jax.__version__}"
-
-    def allreduce_sum(self, x):
-        return self._mpi4jax.allreduce(x, op=self._MPI.SUM)
-
-    def average_grads(self, grads):
-        return [self._mpi4jax.allreduce(g, op=self._MPI.SUM) / self.size for g in grads]
 
     def barrier(self):
         self.comm.Barrier()
@@ -91,7 +78,28 @@ class Mpi4jaxBackend:
         self.comm.Barrier()
 
 
-class Mpi4pyBackend:
+class Mpi4jaxBackend(_MpiWorld):
+    """mpi4jax inside jax.jit (its ops are XLA custom calls over MPI_COMM_WORLD's
+    clone). Gradients: one mpi4jax.allreduce(SUM) per leaf, then / size (MPI
+    has no average; XLA fuses the division into the SGD update)."""
+
+    name = "mpi4jax"
+    in_jit = True
+
+    def __init__(self):
+        import mpi4jax
+        super().__init__()
+        self._mpi4jax = mpi4jax
+        self.api = f"mpi4jax {mpi4jax.__version__}"
+
+    def allreduce_sum(self, x):
+        return self._mpi4jax.allreduce(x, op=self._MPI.SUM)
+
+    def average_grads(self, grads):
+        return [self._mpi4jax.allreduce(g, op=self._MPI.SUM) / self.size for g in grads]
+
+
+class Mpi4pyBackend(_MpiWorld):
     """mpi4py's Allreduce on numpy copies of the arrays, on the host between
     jitted functions (what one writes without an in-jit library): the array
     is read as numpy (zero-copy on CPU), reduced into a new numpy buffer,
@@ -102,10 +110,7 @@ class Mpi4pyBackend:
     in_jit = False
 
     def __init__(self):
-        from mpi4py import MPI
-        self._MPI = MPI
-        self.comm = MPI.COMM_WORLD
-        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        super().__init__()
         self.api = "mpi4py (numpy, outside jit)"
 
     def _sum_np(self, x):
@@ -124,17 +129,6 @@ class Mpi4pyBackend:
             s /= self.size
             out.append(jnp.asarray(s))
         return out
-
-    def barrier(self):
-        self.comm.Barrier()
-
-    def max_over_ranks(self, values):
-        a = np.asarray(values, dtype=np.float64)
-        self.comm.Allreduce(self._MPI.IN_PLACE, a, op=self._MPI.MAX)
-        return a.tolist()
-
-    def finish(self):
-        self.comm.Barrier()
 
 
 class LocalBackend:

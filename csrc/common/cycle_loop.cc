@@ -93,10 +93,9 @@ void CycleLoop::NoteEnqueued(bool caller_waits) {
   // is what fusion wants; a thread that waits on one drives it at once). Only
   // a thread sleeping in the idle back-off is woken, and with inline cycles
   // off every enqueue wakes it (the eager behaviour). A caller that waits at
-  // once (an XLA custom call, one op per jitted call) drives the op itself:
-  // waking the backed-off thread there cost a futex wake-up and a context
-  // switch per op, which slowed two ranks on two cores by a third
-  // (docs/design/jax.md, "Performance").
+  // once (an XLA custom call, one op per jitted call) drives the op itself,
+  // so waking the backed-off thread would only cost a futex wake-up and a
+  // context switch per op (measured: docs/design/jax.md, "Performance").
   if (!options_.inline_cycles) {
     Wake();
   } else if (!caller_waits && backed_off_.load(std::memory_order_acquire)) {

@@ -54,6 +54,8 @@ BASICS = [
     "cuda_built", "rocm_built",
 ]
 REDUCE_OPS = ["Average", "Sum", "Adasum", "Min", "Max", "Product"]
+# Reduce-op code -> its name, for messages.
+REDUCE_OP_NAMES = {getattr(HorovodBasics, name): name for name in REDUCE_OPS}
 
 # With the two helpers upstream's mpi_ops modules import from horovod.common.util.
 __all__ = BASICS + REDUCE_OPS + ["handle_average_backwards_compatibility",

@@ -37,7 +37,8 @@ import numpy as np
 
 from horovod_accel.common import basic_names as _basic_names
 from horovod_accel.common.basic_names import *  # noqa: F401,F403 (upstream's basics, re-exported)
-from horovod_accel.common.basic_names import handle_average_backwards_compatibility
+from horovod_accel.common.basic_names import (REDUCE_OP_NAMES,
+                                              handle_average_backwards_compatibility)
 from horovod_accel.common.basics import HorovodBasics
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.common.exceptions import HorovodInternalError  # noqa: F401 (re-export)
@@ -48,9 +49,6 @@ from horovod_accel.jax import arrays as _a
 from horovod_accel.jax import eager_ops as _eager
 
 _Average, _Adasum = HorovodBasics.Average, HorovodBasics.Adasum
-_OP_NAMES = {HorovodBasics.Average: "Average", HorovodBasics.Sum: "Sum",
-             HorovodBasics.Adasum: "Adasum", HorovodBasics.Min: "Min", HorovodBasics.Max: "Max",
-             HorovodBasics.Product: "Product"}
 
 # ---------------------------------------------------------------- checks and dispatch
 
@@ -95,7 +93,8 @@ def _member_set(process_set):
 def _reduce_op(op, op_name, ps_id, codes):
     """`op` checked for a reduction (op_name: the public op) of arrays with
     dtype `codes`."""
-    if isinstance(op, bool) or not isinstance(op, (int, np.integer)) or int(op) not in _OP_NAMES:
+    if isinstance(op, bool) or not isinstance(op, (int, np.integer)) or \
+            int(op) not in REDUCE_OP_NAMES:
         raise ValueError(f"{op_name}: op must be one of hvd.Average, hvd.Sum, hvd.Adasum, "
                          f"hvd.Min, hvd.Max or hvd.Product, got {op!r}.")
     op = int(op)

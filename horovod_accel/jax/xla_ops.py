@@ -27,15 +27,13 @@ import sys
 
 import jax
 
+from horovod_accel.common.basic_names import REDUCE_OP_NAMES
 from horovod_accel.common.basics import HorovodBasics
 from horovod_accel.common.default_runtime import DEFAULT_RUNTIME
 from horovod_accel.jax import xla_lowering as _low
 from horovod_accel.jax.xla_link import LINK
 
 _DIFFERENTIABLE_REDUCTIONS = (HorovodBasics.Sum, HorovodBasics.Average)
-_OP_NAMES = {HorovodBasics.Average: "Average", HorovodBasics.Sum: "Sum",
-             HorovodBasics.Adasum: "Adasum", HorovodBasics.Min: "Min", HorovodBasics.Max: "Max",
-             HorovodBasics.Product: "Product"}
 
 
 def is_traced(*trees):
@@ -50,8 +48,9 @@ def is_traced(*trees):
 
 
 def forget_traces():
-    """Reset listener: traces of the previous job hold its topology."""
-    if "jax" in sys.modules and not sys.is_finalizing():
+    """Reset listener: traces of the previous job hold its topology (at exit
+    there is nothing left to run again)."""
+    if not sys.is_finalizing():
         jax.clear_caches()
 
 
@@ -75,7 +74,7 @@ def _bind(xs, kind, name, grouped, process_set_id, **params):
 def _no_gradient(op_name, op):
     raise NotImplementedError(
         f"The gradient of {op_name} is only defined for op=Sum or op=Average (got "
-        f"op={_OP_NAMES.get(op, op)}); wrap its input in jax.lax.stop_gradient to skip it.")
+        f"op={REDUCE_OP_NAMES.get(op, op)}); wrap its input in jax.lax.stop_gradient to skip it.")
 
 
 # ---------------------------------------------------------------- allreduce

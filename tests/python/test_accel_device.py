@@ -83,7 +83,6 @@ def test_cuda_jax_inside_jit():
                  "gradient_and_train_step", "distributed_optimizer_step_on_device",
                  "allgather_inside_jit_is_refused_with_the_reason"):
         assert f"PASS {name}" in out
-    print(*[line for line in out.splitlines() if "INFO" in line], sep="\n")
 
 
 def _gcu_device_env(**extra):

@@ -12,23 +12,13 @@ import torch
 import torch.nn as nn
 
 import horovod.torch as hvd
+from device_checks import check, finish
 
 DEVICE_TYPE = sys.argv[1]
 hvd.init()
 RANK, SIZE = hvd.rank(), hvd.size()
 _mod = getattr(torch, DEVICE_TYPE)
 DEV = torch.device(DEVICE_TYPE, hvd.local_rank() % _mod.device_count())
-FAILED = []
-
-
-def check(fn):
-    try:
-        fn()
-        print(f"PASS {fn.__name__}", flush=True)
-    except Exception as e:  # report every check, then fail the job
-        FAILED.append(fn.__name__)
-        print(f"FAIL {fn.__name__}: {type(e).__name__}: {e}", flush=True)
-    return fn
 
 
 def same(got, want, tol=0.0):
@@ -166,5 +156,4 @@ def compiled_collectives_match_eager():
 
 
 hvd.shutdown()
-print(f"RESULT {'FAIL ' + ','.join(FAILED) if FAILED else 'OK'}", flush=True)
-sys.exit(1 if FAILED else 0)
+finish()

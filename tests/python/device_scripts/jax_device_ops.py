@@ -5,7 +5,6 @@ no host staging. Run by test_accel_device.py on GPU machines:
     horovodrun -np N python jax_device_ops.py
 Every rank prints PASS/FAIL lines and 'RESULT OK' when all passed."""
 import os
-import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave memory to NCCL
 
@@ -14,23 +13,13 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import horovod.jax as hvd  # noqa: E402
+from device_checks import check, finish  # noqa: E402
 
 ops = hvd  # the public ops, on traced values (they dispatch to xla_ops.py)
 hvd.init()
 RANK, SIZE = hvd.rank(), hvd.size()
 GPUS = jax.devices("gpu")
 DEV = GPUS[hvd.local_rank() % len(GPUS)]
-FAILED = []
-
-
-def check(fn):
-    try:
-        fn()
-        print(f"PASS {fn.__name__}", flush=True)
-    except Exception as e:  # report every check, then fail the job
-        FAILED.append(fn.__name__)
-        print(f"FAIL {fn.__name__}: {type(e).__name__}: {e}", flush=True)
-    return fn
 
 
 def on_device(a):
@@ -145,19 +134,5 @@ def allgather_inside_jit_is_refused_with_the_reason():
         raise AssertionError("allgather inside jit on a GPU array must be refused for now")
 
 
-@check
-def latency_1mib():
-    x = on_device(np.ones(1 << 18, np.float32))
-    f = jax.jit(lambda x: ops.allreduce(x, op=hvd.Sum))
-    f(x).block_until_ready()
-    t = time.perf_counter()
-    for _ in range(100):
-        y = f(x)
-    y.block_until_ready()
-    print(f"INFO 1 MiB allreduce inside jit on {DEV}: {(time.perf_counter() - t) * 1e4:.1f} us "
-          f"per call", flush=True)
-
-
 hvd.shutdown()
-print("RESULT " + ("OK" if not FAILED else f"FAILED {FAILED}"), flush=True)
-raise SystemExit(1 if FAILED else 0)
+finish()

@@ -1,8 +1,9 @@
 """Check registry for job scripts of the framework adapters (mxnet_scripts/,
-jax_scripts/: run by their tests through horovodrun; every rank runs the
-same script; `main(hvd)` takes the adapter module). A check raises on
-failure; `main()` runs them in order, prints 'PASS <name>' per check and stops at the first failure (the ranks could
-disagree on what comes next, so going on could hang). Expected values are
+jax_scripts/, tf_api_scripts/: run by their tests through horovodrun; every
+rank runs the same script; `main(hvd)` takes the adapter module). A check
+raises on failure; `main()` runs them in order, prints 'PASS <name>' per
+check and stops at the first failure (the ranks could disagree on what
+comes next, so going on could hang). Expected values are
 computed locally from data that is a function of (rank, index)."""
 import sys
 import traceback
@@ -15,6 +16,12 @@ _CHECKS = []
 def check(fn):
     _CHECKS.append(fn)
     return fn
+
+
+def unregister(*fns):
+    """Drops checks that do not apply to this run (the test knows which)."""
+    for fn in fns:
+        _CHECKS.remove(fn)
 
 
 def close(actual, expected, what, tol=1e-5):
@@ -42,9 +49,9 @@ def raises(exc_types, fn, what, match=None):
     raise AssertionError(f"{what}: no {exc_types} raised")
 
 
-def main(hvd):
-    """hvd.init(); every registered check in order; exit code."""
-    hvd.init()
+def main(hvd, init_kwargs=None):
+    """hvd.init(**init_kwargs); every registered check in order; exit code."""
+    hvd.init(**(init_kwargs or {}))
     for fn in _CHECKS:
         name = fn.__name__
         try:

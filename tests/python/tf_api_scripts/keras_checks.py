@@ -4,7 +4,8 @@ KERAS_BACKEND=torch -- in model.fit:
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "job_lib"))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -13,7 +14,7 @@ if keras.backend.backend() == "torch":
     import horovod.keras as hvd  # noqa: E402
 else:
     import horovod.tensorflow.keras as hvd  # noqa: E402
-from _harness import check, close, main, unregister  # noqa: E402
+from check_harness import check, close, main, unregister  # noqa: E402
 
 CKPT_DIR = sys.argv[1]
 N, BATCH = 48, 8          # per rank: 6 steps per epoch

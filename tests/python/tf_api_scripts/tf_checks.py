@@ -3,14 +3,15 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "job_lib"))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
 
 import horovod.tensorflow as hvd  # noqa: E402
-from _harness import check, close, main  # noqa: E402
+from check_harness import check, close, main  # noqa: E402
 
 
 def data(rank, n=4, d=3):
