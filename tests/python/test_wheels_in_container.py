@@ -5,7 +5,8 @@ no MPI, no -dev package) gets the core wheel and torch==2.13.0 in a venv and
 trains a 2-rank torch job through its own `horovodrun`; then the plugin
 wheels, which `horovodrun --check-build` lists with why they cannot work
 there (no vendor library); then tensorflow-cpu, installed after the core,
-and a 2-rank TF2 tape job. So a wheel needing a library of the build machine
+and a 2-rank TF2 tape job; then jax, and a 2-rank jitted JAX job whose
+gradient allreduce is the wheel's XLA custom call. So a wheel needing a library of the build machine
 cannot land again. The sdist there (no compiler) fails with one line saying
 what to install. On Debian 11 (glibc 2.31), the plugin and MXNet libraries
 load and the plugins' entry points answer.
@@ -140,6 +141,22 @@ def test_tensorflow_installed_after_the_core_wheel(container):
     assert set(re.findall(r"TF-WHEEL-JOB-OK rank=(\d+) size=2", r.stdout)) == {"0", "1"}, tail(r)
     r = container(f"{VENV}/bin/horovodrun --check-build", 120)
     assert r.returncode == 0 and "[X] TensorFlow" in r.stdout, tail(r)
+
+
+def test_jax_installed_after_the_core_wheel(container):
+    # The JAX FFI library in the wheel (built against XLA's FFI headers only)
+    # serves the jaxlib installed later; the collectives run inside jax.jit.
+    r = container(f"{VENV}/bin/pip install -q --no-compile jax==0.10.2 jaxlib==0.10.2 optax==0.2.8",
+                  INSTALL_TIMEOUT)
+    assert r.returncode == 0, "installing jax in the container failed" + tail(r)
+    r = container(f"cd /tmp && {VENV}/bin/horovodrun -np 2 {VENV}/bin/python /jobs/jax_train.py",
+                  JOB_TIMEOUT)
+    assert r.returncode == 0, "the 2-rank JAX job failed in the clean container" + tail(r)
+    oks = re.findall(r"JAX-WHEEL-JOB-OK rank=(\d+) size=2 .* library=(\S+)", r.stdout)
+    assert {rank for rank, _ in oks} == {"0", "1"}, tail(r)
+    assert all(lib.startswith(f"{VENV}/lib/") for _, lib in oks), tail(r)
+    r = container(f"{VENV}/bin/horovodrun --check-build", 120)
+    assert r.returncode == 0 and "[X] JAX" in r.stdout, tail(r)
 
 
 def test_sdist_without_a_compiler_says_so_in_one_line(container, sdist):
