@@ -222,6 +222,13 @@ Status Executor::WaitReady(const std::vector<TensorEntry>& entries,
 }
 
 Status Executor::AllocateOutput(size_t bytes, TensorEntry& e, void** data) {
+  if (e.work->allocate_output) {
+    *data = nullptr;
+    HVDA_RETURN_IF_ERROR(e.work->allocate_output(e.work->output_shape, bytes, data));
+    if (*data == nullptr && bytes > 0)
+      return Status::Unknown("tensor '" + e.request.name + "': the framework lent no output buffer");
+    return Status::OK();
+  }
   if (output_device_) {
     HVDA_RETURN_IF_ERROR(DeviceBuffer::Allocate(output_device_, bytes, &e.work->device_output));
     *data = e.work->device_output->data();
@@ -456,16 +463,15 @@ Status Executor::Allgather(const Response& r, TensorEntry& e) {
     bytes[i] = r.rank_dim0[i] * row_bytes;
     rows += r.rank_dim0[i];
   }
+  e.work->output_dtype = r.dtype;
+  e.work->output_shape = e.request.shape;
+  e.work->output_shape[0] = rows;
   void* out = nullptr;
   HVDA_RETURN_IF_ERROR(AllocateOutput(rows * row_bytes, e, &out));
   Begin(r, *backend, "ALLGATHER");
   Status st = backend->Allgatherv(e.input, out, bytes, stream_.get());
   End(r);
-  HVDA_RETURN_IF_ERROR(st);
-  e.work->output_dtype = r.dtype;
-  e.work->output_shape = e.request.shape;
-  e.work->output_shape[0] = rows;
-  return Status::OK();
+  return st;
 }
 
 Status Executor::Broadcast(const Response& r, TensorEntry& e) {
@@ -493,17 +499,16 @@ Status Executor::Alltoall(const Response& r, TensorEntry& e) {
     recv[j] = recv_rows[j] * row_bytes;
     rows += recv_rows[j];
   }
+  e.work->output_dtype = r.dtype;
+  e.work->output_shape = e.request.shape;
+  e.work->output_shape[0] = rows;
+  e.work->received_splits = recv_rows;
   void* out = nullptr;
   HVDA_RETURN_IF_ERROR(AllocateOutput(rows * row_bytes, e, &out));
   Begin(r, *backend, "ALLTOALL");
   Status st = backend->Alltoallv(e.input, send, out, recv, stream_.get());
   End(r);
-  HVDA_RETURN_IF_ERROR(st);
-  e.work->output_dtype = r.dtype;
-  e.work->output_shape = e.request.shape;
-  e.work->output_shape[0] = rows;
-  e.work->received_splits = recv_rows;
-  return Status::OK();
+  return st;
 }
 
 Status Executor::Reducescatter(const Response& r, TensorEntry& e) {

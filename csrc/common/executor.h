@@ -108,8 +108,10 @@ class Executor {
   // Orders the communication stream after the framework streams the
   // entries' inputs were produced on (events recorded at enqueue).
   Status WaitReady(const std::vector<TensorEntry>& entries, const std::vector<bool>& have);
-  // Memory for an output of `bytes` whose size depends on other ranks: a
-  // HostBuffer, or a DeviceBuffer on accelerator executors.
+  // Memory for an output of `bytes` whose size depends on other ranks (set
+  // e.work->output_shape first): the framework's buffer when the op came with
+  // an OutputAllocator, else a HostBuffer, or a DeviceBuffer on accelerator
+  // executors.
   Status AllocateOutput(size_t bytes, TensorEntry& e, void** data);
 
   // A response whose work is enqueued but has not run yet.

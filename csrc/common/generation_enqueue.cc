@@ -22,6 +22,7 @@ Status Generation::BuildEntry(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* 
   e->output = a.output;
   e->work = std::make_shared<Work>(activity_, end_);
   e->work->SetDriver(cycles_.work_driver());
+  e->work->allocate_output = std::move(a.allocate_output);
   if (a.device >= 0) HVDA_RETURN_IF_ERROR(RecordReady(a, e));
   return Status::OK();
 }
@@ -32,7 +33,9 @@ Status Generation::RecordReady(const EnqueueArgs& a, TensorEntry* e) {
   if (!bound.ok())
     return Status::InvalidArgument("'" + e->request.name + "': " + bound.reason());
   std::unique_ptr<Stream> framework;
-  HVDA_RETURN_IF_ERROR(device->execution().WrapStream(a.stream, &framework));
+  HVDA_RETURN_IF_ERROR(a.stream_framework.empty()
+                           ? device->execution().WrapStream(a.stream, &framework)
+                           : device->WrapFrameworkStream(a.stream_framework, a.stream, &framework));
   std::unique_ptr<Event> ready;
   HVDA_RETURN_IF_ERROR(device->TakeEvent(&ready));
   Status st = device->execution().RecordEvent(ready.get(), framework.get());

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "common/dtype.h"
 #include "common/message.h"
+#include "common/output_allocator.h"
 #include "common/process_set.h"
 #include "common/util/status.h"
 
@@ -26,6 +28,16 @@ struct EnqueueArgs {
   int device = -1;               // -1: CPU; else the accelerator index
   std::string device_type;       // accelerators: the framework's device type name
   void* stream = nullptr;        // accelerators: the framework's native stream (null: default)
+  // accelerators: "" when `stream` is the native handle, else the kind of
+  // framework object it is ("tensorflow": a PluggableDevice SP_Stream), which
+  // the device's plugin maps to its native stream (plugin.h, ABI 1.2).
+  std::string stream_framework;
+  // allgather / alltoall: where the result goes. Empty: the core allocates it
+  // (Work::output or Work::device_output). Else called once, on the core's
+  // executor thread, with the result's shape and size in bytes, to get the
+  // framework's buffer (on the op's device) that the collective then writes;
+  // a failure fails the op with its message.
+  OutputAllocator allocate_output;
   ReduceOp op = ReduceOp::kSum;
   double prescale = 1.0;
   double postscale = 1.0;

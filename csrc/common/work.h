@@ -16,6 +16,7 @@
 #include "common/dtype.h"
 #include "common/generation_end.h"
 #include "common/name_reservations.h"
+#include "common/output_allocator.h"
 #include "common/util/status.h"
 
 namespace hvda {
@@ -93,6 +94,9 @@ class Work {
   std::shared_ptr<HostBuffer> output;
   // Instead of `output` for accelerator tensors (device memory).
   std::shared_ptr<DeviceBuffer> device_output;
+  // Set at enqueue (EnqueueArgs::allocate_output): the result goes to the
+  // framework's buffer instead of `output` / `device_output`.
+  OutputAllocator allocate_output;
   std::vector<int64_t> output_shape;
   DataType output_dtype = DataType::kUInt8;
   std::vector<int64_t> received_splits;

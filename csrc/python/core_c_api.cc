@@ -91,14 +91,28 @@ Status ToArgs(const hvda_core_op& op, EnqueueArgs* a) {
   a->dtype = static_cast<DataType>(op.dtype);
   if (op.ndim > 0) a->shape.assign(op.shape, op.shape + op.ndim);
   a->device = -1;
+  if (HVDA_CORE_HAS_FIELD(&op, hvda_core_op, allocate_user) && op.allocate_output != nullptr) {
+    const hvda_core_alloc_fn alloc = op.allocate_output;
+    void* const user = op.allocate_user;
+    a->allocate_output = [alloc, user](const std::vector<int64_t>& shape, size_t bytes,
+                                       void** data) {
+      const char* message = nullptr;
+      if (alloc(user, shape.data(), static_cast<int32_t>(shape.size()), bytes, data, &message) == 0)
+        return Status::OK();
+      return Status::Unknown(message != nullptr ? message : "the framework could not allocate the output");
+    };
+  }
   if (HVDA_CORE_HAS_FIELD(&op, hvda_core_op, stream) && op.device_type != nullptr) {
-    if (op.output == nullptr)
+    if (op.output == nullptr && !a->allocate_output)
       return Status::InvalidArgument("tensor '" + std::string(op.name) + "': an accelerator op "
-                                     "through the core C API needs a caller-allocated output "
-                                     "(allgather and alltoall on devices are not offered yet)");
+                                     "through the core C API needs a caller-allocated output, "
+                                     "or allocate_output (core C API 1.2) for allgather and "
+                                     "alltoall");
     a->device = op.device;
     a->device_type = op.device_type;
     a->stream = op.stream;
+    if (HVDA_CORE_HAS_FIELD(&op, hvda_core_op, stream_framework) && op.stream_framework != nullptr)
+      a->stream_framework = op.stream_framework;
   }
   a->op = static_cast<ReduceOp>(op.reduce_op);
   a->prescale = op.prescale;

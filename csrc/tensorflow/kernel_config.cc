@@ -17,6 +17,12 @@ void* CreateKernelConfig(TF_OpKernelConstruction* ctx) {
   return k;
 }
 
+void* CreateDeviceKernelConfig(TF_OpKernelConstruction* ctx) {
+  auto* k = static_cast<KernelConfig*>(CreateKernelConfig(ctx));
+  k->on_device = true;
+  return k;
+}
+
 void DeleteKernelConfig(void* kernel) { delete static_cast<KernelConfig*>(kernel); }
 
 bool CoreName(AsyncOp* op, const KernelConfig& k, int index, std::string* name) {

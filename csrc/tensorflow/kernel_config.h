@@ -22,10 +22,15 @@ struct KernelConfig {
   double prescale = 1.0;
   double postscale = 1.0;
   int32_t root_rank = 0;
+  // Registered for a PluggableDevice (device_kernels.cc): tensors are device
+  // memory, placed with PlaceOnDevice (device_placement.h).
+  bool on_device = false;
 };
 
 // create_func / delete_func of every Horovod kernel.
 void* CreateKernelConfig(TF_OpKernelConstruction* ctx);
+// create_func of the kernels registered for PluggableDevices (on_device).
+void* CreateDeviceKernelConfig(TF_OpKernelConstruction* ctx);
 void DeleteKernelConfig(void* kernel);
 
 // The core tensor name of this execution: the `tensor_name` input (input

@@ -79,18 +79,22 @@ void RegisterSync(const char* op_name, void (*compute)(void*, TF_OpKernelContext
 
 }  // namespace
 
-void RegisterAsyncKernel(const char* op_name,
+void RegisterAsyncKernel(const char* op_name, const char* device_type,
                          void (*compute)(void*, TF_OpKernelContext*, TF_AsyncOpKernelDoneCallback*),
-                         TF_Status* status) {
+                         const char* const* host_memory, TF_Status* status) {
   if (TF_GetCode(status) != TF_OK) return;
-  TF_KernelBuilder* b =
-      TF_NewAsyncKernelBuilder(op_name, "CPU", &CreateKernelConfig, compute, &DeleteKernelConfig);
+  const bool cpu = std::string(device_type) == "CPU";
+  TF_KernelBuilder* b = TF_NewAsyncKernelBuilder(
+      op_name, device_type, cpu ? &CreateKernelConfig : &CreateDeviceKernelConfig, compute,
+      &DeleteKernelConfig);
+  for (const char* const* arg = host_memory; !cpu && arg != nullptr && *arg != nullptr; ++arg)
+    TF_KernelBuilder_HostMemory(b, *arg);
   TF_RegisterKernelBuilder((std::string(op_name) + "Op").c_str(), b, status);
 }
 
 void RegisterControlKernels(TF_Status* status) {
-  RegisterAsyncKernel("HorovodJoin", &Join, status);
-  RegisterAsyncKernel("HorovodBarrier", &Barrier, status);
+  RegisterAsyncKernel("HorovodJoin", "CPU", &Join, nullptr, status);
+  RegisterAsyncKernel("HorovodBarrier", "CPU", &Barrier, nullptr, status);
   RegisterSync("HorovodSize", &Size, status);
   RegisterSync("HorovodLocalSize", &LocalSize, status);
   RegisterSync("HorovodRank", &Rank, status);

@@ -1,17 +1,17 @@
 // Collectives whose output size depends on the other ranks: allgather,
-// grouped allgather, alltoall. The core allocates the result; on completion
-// (the core's thread) the kernel allocates the TF output with the final
-// shape and copies the result into it once. That copy is the one left on
-// this path: core_api.h v1 lends the result buffer only for the duration of
-// the callback. Going zero-copy would need the table to hand out a
-// reference to it (retain/release), which TF_NewTensor with a deallocator
-// plus TF_SetOutput could then adopt (HostBuffer is 64-byte aligned, as TF
-// requires).
+// grouped allgather, alltoall. The core asks for the output once negotiation
+// has fixed its shape (hvda_core_op.allocate_output, core C API 1.2, on a
+// core thread), the kernel allocates it with TF_AllocateOutput - host memory,
+// or device memory on a PluggableDevice - and the collective writes straight
+// into it: no copy in the adapter. Alltoall's received splits (a host int32
+// output) are set on completion.
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core_link.h"
+#include "device_placement.h"
 #include "kernel_config.h"
 #include "kernels.h"
 #include "tf_c_api.h"
@@ -25,31 +25,63 @@ class GatherOp : public AsyncOp {
   std::vector<TF_DataType> dtypes;
   bool alltoall = false;
 
+  // Fills o's allocate_output for output `index`. Call for every op before
+  // Submit (the slots must not move afterwards).
+  void LendOutputs(std::vector<hvda_core_op>* ops) {
+    slots_.resize(ops->size());
+    for (size_t i = 0; i < ops->size(); ++i) {
+      slots_[i] = Slot{this, static_cast<int>(i)};
+      (*ops)[i].allocate_output = &GatherOp::AllocateOutput;
+      (*ops)[i].allocate_user = &slots_[i];
+    }
+  }
+
  protected:
-  // Output `index` <- the core's buffer; alltoall also sets output 1, the
-  // rows received from each rank.
-  void OnResult(int index, const hvda_core_result& r) override {
-    if (!Copy(index, dtypes[index], r.output_shape, r.output_ndim, r.output, r.output_bytes)) return;
+  // Alltoall: output 1, the rows received from each rank.
+  void OnResult(int, const hvda_core_result& r) override {
     if (!alltoall) return;
     std::vector<int32_t> splits(r.received_splits, r.received_splits + r.num_received_splits);
-    int64_t n = static_cast<int64_t>(splits.size());
-    Copy(1, TF_INT32, &n, 1, splits.data(), splits.size() * sizeof(int32_t));
+    const int64_t n = static_cast<int64_t>(splits.size());
+    const size_t bytes = splits.size() * sizeof(int32_t);
+    ScopedStatus s;
+    TF_Tensor* out = TF_AllocateOutput(ctx(), 1, TF_INT32, &n, 1, bytes, s.get());
+    if (!s.ok() || out == nullptr) {
+      Fail(TF_RESOURCE_EXHAUSTED, "cannot allocate the received_splits output: " + s.message());
+      return;
+    }
+    if (bytes > 0) std::memcpy(TF_TensorData(out), splits.data(), bytes);
+    TF_DeleteTensor(out);  // the context holds the output
   }
 
  private:
-  bool Copy(int index, TF_DataType dtype, const int64_t* dims, int ndim, const void* data,
-            size_t bytes) {
+  struct Slot {
+    GatherOp* op;
+    int index;
+  };
+
+  // hvda_core_alloc_fn. Core threads may ask for several outputs of one
+  // group at once: one at a time into TF's context.
+  static int32_t AllocateOutput(void* user, const int64_t* shape, int32_t ndim, size_t bytes,
+                                void** data, const char** message) {
+    auto* slot = static_cast<Slot*>(user);
+    GatherOp* op = slot->op;
+    std::lock_guard<std::mutex> lock(op->alloc_mu_);
     ScopedStatus s;
-    TF_Tensor* out = TF_AllocateOutput(ctx(), index, dtype, dims, ndim, bytes, s.get());
+    TF_Tensor* out = TF_AllocateOutput(op->ctx(), slot->index, op->dtypes[slot->index], shape,
+                                       ndim, bytes, s.get());
     if (!s.ok() || out == nullptr) {
-      Fail(TF_RESOURCE_EXHAUSTED, "cannot allocate output " + std::to_string(index) + " (" +
-                                      std::to_string(bytes) + " bytes): " + s.message());
-      return false;
+      op->alloc_error_ = "cannot allocate output " + std::to_string(slot->index) + " (" +
+                         std::to_string(bytes) + " bytes): " + s.message();
+      *message = op->alloc_error_.c_str();
+      return 1;
     }
-    if (bytes > 0) std::memcpy(TF_TensorData(out), data, bytes);
-    TF_DeleteTensor(out);  // the context holds the output
-    return true;
+    *data = TF_TensorData(out);
+    op->Keep(out);
+    return 0;
   }
+  std::vector<Slot> slots_;
+  std::mutex alloc_mu_;
+  std::string alloc_error_;  // the message of a failed allocation; lives until done
 };
 
 void Allgather(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done,
@@ -59,6 +91,8 @@ void Allgather(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallba
   const int n = TF_NumInputs(ctx) - 1;
   std::string base;
   if (!CoreName(op, k, n, &base)) return op->Finish();
+  DevicePlacement place;  // outlives the Submit() below, which copies it
+  if (k.on_device && !PlaceOnDevice(op, &place)) return op->Finish();
   std::vector<std::string> names(n);
   std::vector<std::vector<int64_t>> dims(n);
   std::vector<hvda_core_op> ops;
@@ -69,7 +103,9 @@ void Allgather(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallba
     dims[i] = Dims(in);
     op->dtypes.push_back(TF_TensorType(in));
     ops.push_back(MakeOp(k, HVDA_CORE_ALLGATHER, names[i], in, dims[i]));
+    if (k.on_device) ApplyPlacement(place, &ops.back());
   }
+  op->LendOutputs(&ops);
   op->Submit(std::move(ops));
 }
 
@@ -80,13 +116,16 @@ void GroupedAllgather(void* k, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
   Allgather(k, ctx, done, true);
 }
 
-// Inputs: tensor, splits (int32 vector; empty = equal split), tensor_name.
+// Inputs: tensor, splits (int32 vector in host memory; empty = equal split),
+// tensor_name.
 void Alltoall(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done) {
   const auto& k = *static_cast<KernelConfig*>(kernel);
   auto* op = new GatherOp(ctx, done);
   op->alltoall = true;
   std::string name;
   if (!CoreName(op, k, 2, &name)) return op->Finish();
+  DevicePlacement place;
+  if (k.on_device && !PlaceOnDevice(op, &place)) return op->Finish();
   TF_Tensor* in = op->Input(0);
   if (in == nullptr || !CheckDtype(op, in, name)) return op->Finish();
   TF_Tensor* splits_t = op->Input(1);
@@ -100,18 +139,23 @@ void Alltoall(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallbac
   std::vector<int64_t> splits(sp, sp + ns);
   std::vector<int64_t> dims = Dims(in);
   op->dtypes.push_back(TF_TensorType(in));
-  hvda_core_op o = MakeOp(k, HVDA_CORE_ALLTOALL, name, in, dims);
-  o.splits = splits.empty() ? nullptr : splits.data();
-  o.num_splits = static_cast<int32_t>(splits.size());
-  op->Submit(o);
+  std::vector<hvda_core_op> ops{MakeOp(k, HVDA_CORE_ALLTOALL, name, in, dims)};
+  ops[0].splits = splits.empty() ? nullptr : splits.data();
+  ops[0].num_splits = static_cast<int32_t>(splits.size());
+  if (k.on_device) ApplyPlacement(place, &ops[0]);
+  op->LendOutputs(&ops);
+  op->Submit(std::move(ops));
 }
 
 }  // namespace
 
-void RegisterGatherKernels(TF_Status* status) {
-  RegisterAsyncKernel("HorovodAllgather", &AllgatherOne, status);
-  RegisterAsyncKernel("HorovodGroupedAllgather", &GroupedAllgather, status);
-  RegisterAsyncKernel("HorovodAlltoall", &Alltoall, status);
+void RegisterGatherKernels(const char* device_type, TF_Status* status) {
+  static const char* const kHost[] = {"tensor_name", nullptr};
+  static const char* const kAlltoallHost[] = {"tensor_name", "splits", "received_splits",
+                                              nullptr};
+  RegisterAsyncKernel("HorovodAllgather", device_type, &AllgatherOne, kHost, status);
+  RegisterAsyncKernel("HorovodGroupedAllgather", device_type, &GroupedAllgather, kHost, status);
+  RegisterAsyncKernel("HorovodAlltoall", device_type, &Alltoall, kAlltoallHost, status);
 }
 
 }  // namespace hvda_tf

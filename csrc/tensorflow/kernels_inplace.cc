@@ -2,11 +2,13 @@
 // grouped allreduce, broadcast, reducescatter, grouped reducescatter. The
 // output is allocated by TensorFlow (forwarding the input buffer when TF
 // allows), and the core reads the input and writes the output in place: no
-// copy in the adapter.
+// copy in the adapter. On a PluggableDevice both are device memory, ordered
+// on TF's stream (device_placement.h).
 #include <string>
 #include <vector>
 
 #include "core_link.h"
+#include "device_placement.h"
 #include "kernel_config.h"
 #include "kernels.h"
 #include "tf_c_api.h"
@@ -62,6 +64,8 @@ void Run(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* do
     op->Fail(TF_FAILED_PRECONDITION, LinkError());
     return op->Finish();
   }
+  DevicePlacement place;  // outlives the Submit() below, which copies it
+  if (k.on_device && !PlaceOnDevice(op, &place)) return op->Finish();
   std::vector<std::string> names(n);
   std::vector<std::vector<int64_t>> in_dims(n);
   std::vector<hvda_core_op> ops;
@@ -99,6 +103,7 @@ void Run(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* do
     if (out == nullptr) return op->Finish();
     hvda_core_op o = MakeOp(k, type, names[i], in, in_dims[i]);
     o.output = TF_TensorData(out);
+    if (k.on_device) ApplyPlacement(place, &o);
     ops.push_back(o);
   }
   op->Submit(std::move(ops));
@@ -122,12 +127,14 @@ void GroupedReducescatter(void* k, TF_OpKernelContext* ctx, TF_AsyncOpKernelDone
 
 }  // namespace
 
-void RegisterInplaceKernels(TF_Status* status) {
-  RegisterAsyncKernel("HorovodAllreduce", &Allreduce, status);
-  RegisterAsyncKernel("HorovodGroupedAllreduce", &GroupedAllreduce, status);
-  RegisterAsyncKernel("HorovodBroadcast", &Broadcast, status);
-  RegisterAsyncKernel("HorovodReducescatter", &Reducescatter, status);
-  RegisterAsyncKernel("HorovodGroupedReducescatter", &GroupedReducescatter, status);
+void RegisterInplaceKernels(const char* device_type, TF_Status* status) {
+  static const char* const kHost[] = {"tensor_name", nullptr};
+  RegisterAsyncKernel("HorovodAllreduce", device_type, &Allreduce, kHost, status);
+  RegisterAsyncKernel("HorovodGroupedAllreduce", device_type, &GroupedAllreduce, kHost, status);
+  RegisterAsyncKernel("HorovodBroadcast", device_type, &Broadcast, kHost, status);
+  RegisterAsyncKernel("HorovodReducescatter", device_type, &Reducescatter, kHost, status);
+  RegisterAsyncKernel("HorovodGroupedReducescatter", device_type, &GroupedReducescatter, kHost,
+                      status);
 }
 
 }  // namespace hvda_tf

@@ -12,8 +12,8 @@ struct Registrar {
   Registrar() {
     TF_Status* status = TF_NewStatus();
     RegisterOpDefs(status);
-    RegisterInplaceKernels(status);
-    RegisterGatherKernels(status);
+    RegisterInplaceKernels("CPU", status);
+    RegisterGatherKernels("CPU", status);
     RegisterControlKernels(status);
     if (TF_GetCode(status) != TF_OK)
       std::fprintf(stderr, "horovod_accel: registering the TensorFlow ops failed: %s\n",

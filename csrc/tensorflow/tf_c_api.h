@@ -38,6 +38,9 @@ typedef struct TF_OpKernelContext TF_OpKernelContext;
 // TensorFlow's std::function<void()> (NOTE [Taking TF's done callback] in
 // async_op.cc).
 typedef struct TF_AsyncOpKernelDoneCallback TF_AsyncOpKernelDoneCallback;
+// A PluggableDevice's stream: a pointer to the struct the device's TF plugin
+// defines (NOTE [TensorFlow streams] in csrc/devices/cuda_like).
+typedef struct SP_Stream_st* SP_Stream;
 
 typedef unsigned char TF_Bool;
 
@@ -54,6 +57,10 @@ typedef enum TF_Code { HVDA_TF_CODES(HVDA_TF_ENUMERATOR) } TF_Code;
 #define HVDA_TF_DECLARE(ret, name, params) ret name params;
 HVDA_TF_C_FUNCTIONS(HVDA_TF_DECLARE)
 #undef HVDA_TF_DECLARE
+// Weak: null where the loaded TensorFlow does not export them.
+#define HVDA_TF_DECLARE_WEAK(ret, name, params) __attribute__((weak)) ret name params;
+HVDA_TF_C_DEVICE_FUNCTIONS(HVDA_TF_DECLARE_WEAK)
+#undef HVDA_TF_DECLARE_WEAK
 
 }  // extern "C"
 

@@ -74,6 +74,7 @@
      void (*compute_async)(void* kernel, TF_OpKernelContext* ctx,                                \
                            TF_AsyncOpKernelDoneCallback* done),                                  \
      void (*destroy)(void* kernel)))                                                             \
+  X(void, TF_KernelBuilder_HostMemory, (TF_KernelBuilder * builder, const char* arg_name))       \
   X(void, TF_RegisterKernelBuilder,                                                              \
     (const char* kernel_name, TF_KernelBuilder* builder, TF_Status* status))                     \
   /* kernel construction */                                                                      \
@@ -99,6 +100,16 @@
     (TF_OpKernelContext * ctx, const int* candidates, int num_candidates, int output_index,      \
      const int64_t* dims, int num_dims, int* forwarded, TF_Status* status))                      \
   X(void, TF_OpKernelContext_Failure, (TF_OpKernelContext * ctx, TF_Status * status))
+
+// X(return type, name, (parameters)): what the kernels for PluggableDevices
+// call (device_kernels.cc). Referenced weakly (tf_c_api.h): older
+// TensorFlows lack some of them (TF_GetDeviceName), and the library must
+// still load there, with device kernels reported unavailable
+// (hvda_tf_device_kernels_available).
+#define HVDA_TF_C_DEVICE_FUNCTIONS(X)                                                           \
+  X(SP_Stream, TF_GetStream, (TF_OpKernelContext * ctx, TF_Status * status))                   \
+  X(int, TF_GetDeviceId, (TF_OpKernelContext * ctx))                                           \
+  X(TF_StringView, TF_GetDeviceName, (TF_OpKernelContext * ctx))
 
 // X(name, value): the TF_DataType values used (the numbers of TensorFlow's
 // DataType proto enum, types.proto; tf.dtypes.DType.as_datatype_enum).

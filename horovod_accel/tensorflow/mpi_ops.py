@@ -27,6 +27,7 @@ import re
 import tensorflow as tf
 
 from horovod_accel.common import basic_names as _basic_names
+from horovod_accel.tensorflow import device_kernels as _device_kernels
 from horovod_accel.tensorflow import threads as _threads  # noqa: F401 -- registers the thread setter
 from horovod_accel.common.basic_names import *  # noqa: F401,F403 (upstream's basics, re-exported)
 from horovod_accel.common.basic_names import Sum, is_homogeneous  # noqa: F401 (used; upstream API)
@@ -66,6 +67,8 @@ def _load_library():
 
 
 MPI_LIB = _load_library()
+_DEVICE_KERNELS = _device_kernels.DeviceKernels(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIB_FILE))
 
 def _executing_eagerly():
     """True in eager mode (upstream's helper; False inside tf.function and TF1 graphs)."""
@@ -81,6 +84,7 @@ def _run(op_type, fn, name_source, name, process_set_id, **attrs):
     """Calls the raw op `fn` with the core name rules of this module's
     docstring. `name_source` (a tensor) names the node in graph mode (None:
     op_type alone)."""
+    _DEVICE_KERNELS.ensure()
     if _executing_eagerly():
         if name is not None:
             return fn(tensor_name=str(name), process_set_id=process_set_id, **attrs)

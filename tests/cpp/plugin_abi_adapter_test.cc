@@ -251,6 +251,36 @@ TEST_F(PluginAbiAdapters, AnAbi11PluginsFieldsPastStructSizeAreNotRead) {
   EXPECT_EQ(Calls().releases, 0);
 }
 
+hvda_status MapStream(int, const char*, void* framework_stream, void** native) {
+  *native = static_cast<char*>(framework_stream) + 1;
+  return HVDA_OK;
+}
+
+// ABI 1.2's stream_from_framework is read from a 1.2 plugin only, and only
+// where its table covers the field.
+TEST_F(PluginAbiAdapters, TheStreamMapperIsReadFromAbi12PluginsOnly) {
+  FakePlugin fake(2);
+  fake.device.stream_from_framework = MapStream;
+  PluginOps ops;
+  ASSERT_EQ(AdaptPlugin(fake.plugin, &ops), "");
+  ASSERT_EQ(ops.device.stream_from_framework, &MapStream);
+
+  FakePlugin older(1);  // built with a newer header, says 1.1
+  older.device.stream_from_framework = MapStream;
+  ASSERT_EQ(AdaptPlugin(older.plugin, &ops), "");
+  EXPECT_EQ(ops.device.stream_from_framework, nullptr);
+
+  FakePlugin cut(2);
+  cut.device.stream_from_framework = MapStream;
+  cut.device.struct_size = offsetof(hvda_device_ops_v1, stream_from_framework);
+  ASSERT_EQ(AdaptPlugin(cut.plugin, &ops), "");
+  EXPECT_EQ(ops.device.stream_from_framework, nullptr);
+
+  FakePlugin none(2);  // optional: a 1.2 plugin may leave it NULL
+  ASSERT_EQ(AdaptPlugin(none.plugin, &ops), "");
+  EXPECT_EQ(ops.device.stream_from_framework, nullptr);
+}
+
 TEST_F(PluginAbiAdapters, NullKernelsNeedTheHostAccessibleFlag) {
   FakePlugin fake(1);
   fake.device.scale = nullptr;
@@ -307,7 +337,7 @@ TEST_F(PluginAbiAdapters, TablesSmallerThanAbi10AreRefused) {
 
 // Every missing required call is named, in the header's order.
 TEST_F(PluginAbiAdapters, MissingCallsAreNamedInTheHeadersOrder) {
-  for (uint32_t minor : {0u, 1u}) {
+  for (uint32_t minor : {0u, 1u, 2u}) {
     FakePlugin fake(minor);
     fake.plugin.init = nullptr;
     fake.device.event_query = nullptr;

@@ -60,15 +60,17 @@ Stats Read(const char* name) {
   return s;
 }
 
-TEST(PluginAbi, TheCoreSpeaksOnePointOne) {
+TEST(PluginAbi, TheCoreSpeaksOnePointTwo) {
   EXPECT_EQ(HVDA_PLUGIN_ABI_MAJOR, 1u);
-  EXPECT_EQ(HVDA_PLUGIN_ABI_MINOR, 1u);
+  EXPECT_EQ(HVDA_PLUGIN_ABI_MINOR, 2u);
   // Append-only: the 1.0 fields keep their offsets; the new ones come last.
   EXPECT_GT(offsetof(hvda_device_ops_v1, memory_host_accessible),
             offsetof(hvda_device_ops_v1, launch_host_func));
   EXPECT_GT(offsetof(hvda_ccl_ops_v1, unique_id_release), offsetof(hvda_ccl_ops_v1, alltoallv));
   EXPECT_GT(offsetof(hvda_ccl_ops_v1, comm_init_rank_config),
             offsetof(hvda_ccl_ops_v1, unique_id_release));
+  EXPECT_GT(offsetof(hvda_device_ops_v1, stream_from_framework),
+            offsetof(hvda_device_ops_v1, memory_host_accessible));
 }
 
 // Every id is released once, by rank 0, after its communicator came up; the
@@ -76,7 +78,7 @@ TEST(PluginAbi, TheCoreSpeaksOnePointOne) {
 TEST(PluginAbi, UniqueIdsAreReleasedOnceAndTheTimeoutIsPassed) {
   auto lib = Open("loopback");
   ASSERT_TRUE(lib);
-  ASSERT_EQ(lib->plugin().abi_minor, 1u);
+  ASSERT_EQ(lib->plugin().abi_minor, HVDA_PLUGIN_ABI_MINOR);
   const Stats before = Read("loopback");
   JobSpec job;
   ASSERT_TRUE(job.settings.Set("HOROVOD_ACCEL_TIMEOUT_SECONDS", "7").ok());

@@ -25,6 +25,7 @@ struct AbiAdapter {
 constexpr AbiAdapter kAdapters[] = {
     {0, AdaptAbi1_0},
     {1, AdaptAbi1_1},
+    {2, AdaptAbi1_2},
 };
 static_assert(kAdapters[std::size(kAdapters) - 1].minor == HVDA_PLUGIN_ABI_MINOR,
               "plugin.h's newest minor version needs its adapter here (plugin_abi_adapters.h)");

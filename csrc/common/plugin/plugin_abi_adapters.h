@@ -24,5 +24,7 @@ void AdaptAbi1_0(const hvda_plugin_v1& plugin, PluginOps* ops);
 // ABI 1.1: 1.0's, plus memory_host_accessible, unique_id_release and
 // comm_init_rank_config.
 void AdaptAbi1_1(const hvda_plugin_v1& plugin, PluginOps* ops);
+// ABI 1.2: 1.1's, plus stream_from_framework.
+void AdaptAbi1_2(const hvda_plugin_v1& plugin, PluginOps* ops);
 
 }  // namespace hvda

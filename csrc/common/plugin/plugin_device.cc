@@ -101,6 +101,18 @@ Status PluginDevice::WrapStream(void* native, std::unique_ptr<Stream>* stream) {
   stream->reset(new PluginStream(ops_, handle, false));
   return Status::OK();
 }
+Status PluginDevice::WrapFrameworkStream(const std::string& framework, void* handle,
+                                         std::unique_ptr<Stream>* stream) {
+  if (ops_->stream_from_framework == nullptr)
+    return Status::Unavailable(name() + ": this plugin cannot use " + framework +
+                               " streams (it offers no stream_from_framework, plugin ABI 1.2); "
+                               "ask its vendor for a build that maps them");
+  void* native = nullptr;
+  HVDA_RETURN_IF_ERROR(
+      Check(ops_->stream_from_framework(index_, framework.c_str(), handle, &native),
+            "stream_from_framework"));
+  return WrapStream(native, stream);
+}
 Status PluginDevice::SynchronizeStream(Stream* s) {
   const bool owned = s != nullptr && static_cast<PluginStream*>(s)->owned();
   const double limit = drain_limit();

@@ -73,6 +73,12 @@ class PluginDevice : public Device, private DeviceMemory, private DeviceExecutio
   // with memory_host_accessible: MissingRequiredEntries).
   bool HostScale() const { return ops_->scale == nullptr; }
   bool HostReduce() const { return ops_->reduce_into == nullptr; }
+  // Wraps a framework's own stream object (kind `framework`, e.g.
+  // "tensorflow": a PluggableDevice SP_Stream) through the plugin's
+  // stream_from_framework (ABI 1.2). Unavailable, saying why, when the
+  // plugin offers no mapping or cannot map that kind.
+  Status WrapFrameworkStream(const std::string& framework, void* handle,
+                             std::unique_ptr<Stream>* stream);
 
  private:
   Status Check(hvda_status s, const char* what) const;

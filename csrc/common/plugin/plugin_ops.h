@@ -69,6 +69,9 @@ struct PluginDeviceOps {
   // Memory from mem_alloc is host memory of this process (plugin.h,
   // memory_host_accessible); false where the plugin's version has no flag.
   bool memory_host_accessible = false;
+  // Null: not offered (plugin.h, ABI 1.2); framework streams other than
+  // native handles cannot be used with this device then.
+  decltype(hvda_device_ops_v1::stream_from_framework) stream_from_framework = nullptr;
 };
 
 // The plugin's collective library, as the core uses it.

@@ -5,6 +5,7 @@
 #include <new>
 #include <utility>
 
+#include "devices/cuda_like/framework_streams.h"
 #include "devices/cuda_like/host_kernels.h"
 #include "devices/cuda_like/plugin_instance.h"
 
@@ -372,6 +373,7 @@ const hvda_device_ops_v1* DeviceOps() {
     o.reduce_into = ReduceInto;
     o.batched_copy = BatchedCopy;
     o.launch_host_func = LaunchHostFunc;
+    o.stream_from_framework = StreamFromFramework;
     return o;
   }();
   return &ops;

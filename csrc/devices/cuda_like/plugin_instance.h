@@ -9,6 +9,7 @@
 // last_error before init (or after finalize) fail with HVDA_INTERNAL.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,12 +65,18 @@ class PluginInstance {
   // allreduce on it, since it cannot ship kernels of its own.
   hvda_status SelfComm(int device, NativeComm* comm);
 
+  // The vendor TF plugin's stream mapper once found (NOTE [TensorFlow
+  // streams] in framework_streams.h), else null. Thread-safe.
+  void* TfStreamMapper() const { return tf_stream_mapper_.load(std::memory_order_acquire); }
+  void SetTfStreamMapper(void* fn) { tf_stream_mapper_.store(fn, std::memory_order_release); }
+
  private:
   const VendorSpec* spec_;
   const hvda_host_api_v1* host_;  // borrowed, valid until finalize
   std::unique_ptr<LoadedVendor> vendor_;
   std::mutex mu_;
   std::map<int, NativeComm> self_comms_;  // by device
+  std::atomic<void*> tf_stream_mapper_{nullptr};
 };
 
 // The library's instance (NOTE [One instance per library]); null before init.

@@ -80,6 +80,10 @@ struct VendorSpec {
   LibrarySpec ccl_lib;
   RuntimeSymbols rt;
   CclSymbols ccl;
+  // The C function `void* f(SP_Stream)` that the vendor's TensorFlow
+  // PluggableDevice plugin exports to map its streams to native ones (NOTE
+  // [TensorFlow streams] in framework_streams.h); nullptr: none.
+  const char* tf_stream_symbol;
 
   // Runtime values.
   int rt_not_ready;          // the "not ready" error of event queries

@@ -28,6 +28,9 @@ VendorSpec MakeGcuSpec() {
            "ecclBroadcast", "ecclAllGather", "ecclReduceScatter", "ecclSend", "ecclRecv",
            "ecclGroupStart", "ecclGroupEnd", "ecclRedOpCreatePreMulSum", "ecclRedOpDestroy",
            "ecclAllGatherV", "ecclAlltoAllv"};
+  // What a GCU TensorFlow PluggableDevice plugin exports for Horovod (NOTE
+  // [TensorFlow streams] in devices/cuda_like/framework_streams.h).
+  s.tf_stream_symbol = "hvda_tf_gcu_native_stream";
   SetCudaLikeValues(&s);  // same copy kinds, flags, dtypes and ops as CUDA/NCCL
   s.not_ready_is_sticky = true;
   s.ccl_in_progress = 6;   // ecclInProgress

@@ -1,5 +1,5 @@
 /*
- * horovod_accel core C API, version 1.1: how framework kernels (the
+ * horovod_accel core C API, version 1.2: how framework kernels (the
  * TensorFlow op library, csrc/tensorflow/; the JAX FFI handlers, csrc/jax/) reach the core's Runtime without
  * linking it and without any C++ type crossing the boundary.
  *
@@ -48,7 +48,7 @@ extern "C" {
 #endif
 
 #define HVDA_CORE_API_MAJOR 1
-#define HVDA_CORE_API_MINOR 1
+#define HVDA_CORE_API_MINOR 2
 
 #define HVDA_CORE_HAS_FIELD(ptr, type, field) \
   ((ptr) != NULL && (ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
@@ -100,6 +100,16 @@ typedef struct hvda_core_result {
 
 typedef void (*hvda_core_done_fn)(void* user, const hvda_core_result* result);
 
+/* (1.2) Lends the core the buffer for a core-sized result (allgather,
+ * alltoall): called at most once per op, on a core thread, before the
+ * collective runs, with the result's shape and size. Return 0 and set *data
+ * to `bytes` bytes in the op's memory (the op's device for device ops) that
+ * stay valid until `done`; or return nonzero with a NUL-terminated message in
+ * *message (static or valid until the op's `done`), which fails the op. Must
+ * not block on communication or call into the table. */
+typedef int32_t (*hvda_core_alloc_fn)(void* user, const int64_t* shape, int32_t ndim,
+                                      size_t bytes, void** data, const char** message);
+
 /* One operation. Buffers are C-contiguous, owned by the caller and must stay
  * valid until `done` has been called. They are host memory unless
  * `device_type` (1.1) names an accelerator. */
@@ -128,12 +138,24 @@ typedef struct hvda_core_op {
    * that device's memory, on device index `device`. The core reads the input
    * only after the framework's native `stream` (NULL: the device's default
    * stream) has reached the point where the op was enqueued (it records an
-   * event there), and the op completes once the output is written. Core-
-   * allocated outputs (allgather, alltoall) are not offered for devices yet:
-   * enqueue refuses them. */
+   * event there), and the op completes once the output is written. Device
+   * allgather and alltoall need `allocate_output` (1.2): the core has no
+   * device buffer to lend through hvda_core_result. */
   const char* device_type;
   int32_t device;
   void* stream;
+  /* ---- 1.2 ---- */
+  /* NULL: `stream` is the device's native stream handle. Else the kind of
+   * framework object `stream` is, which the device's plugin maps to its
+   * native stream (plugin.h, stream_from_framework): "tensorflow" = a
+   * PluggableDevice SP_Stream from TF_GetStream. */
+  const char* stream_framework;
+  /* allgather / alltoall, host or device: NULL = the core allocates the
+   * result and lends it to `done` (host ops only); else the core asks for the
+   * framework's buffer and writes the result straight into it, and `done`
+   * gets output == NULL. */
+  hvda_core_alloc_fn allocate_output;
+  void* allocate_user;
 } hvda_core_op;
 
 /* Topology queries for hvda_core_api_v1.topology. */

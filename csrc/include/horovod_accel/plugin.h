@@ -1,6 +1,6 @@
 /*
- * horovod_accel device plugin ABI, version 1.1 (1.0 plus appended, optional
- * fields; a plugin built against 1.0 loads unchanged, see "versioning").
+ * horovod_accel device plugin ABI, version 1.2 (1.0 plus appended, optional
+ * fields; a plugin built against 1.0 or 1.1 loads unchanged, see "versioning").
  *
  * A device plugin is a shared library that gives the horovod_accel core one
  * accelerator: its memory, streams, events and the few kernels the core
@@ -30,7 +30,8 @@
  *   incompatible; it must not abort the process.
  * - A core uses a field added in 1.x only when the plugin's abi_minor is at
  *   least x *and* the table's struct_size covers it; otherwise it behaves as
- *   the 1.0 text below says. Fields added in 1.1 are marked "ABI 1.1".
+ *   the 1.0 text below says. Fields added in 1.1 are marked "ABI 1.1", in
+ *   1.2 "ABI 1.2".
  *
  * ---------------------------------------------------------------- errors
  * Every function returns an hvda_status. On failure the plugin keeps a
@@ -111,7 +112,7 @@ extern "C" {
 #endif
 
 #define HVDA_PLUGIN_ABI_MAJOR 1u
-#define HVDA_PLUGIN_ABI_MINOR 1u
+#define HVDA_PLUGIN_ABI_MINOR 2u
 #define HVDA_PLUGIN_ENTRY_V1 "horovod_accel_plugin_v1"
 
 #if defined(_WIN32)
@@ -280,6 +281,22 @@ typedef struct hvda_device_ops_v1 {
    * That costs a stream synchronization per kernel; a plugin that wants
    * them asynchronous implements them. */
   uint32_t memory_host_accessible;
+
+  /* ABI 1.2, optional (NULL: not offered). Maps a framework's own stream
+   * object on this plugin's device to the native stream that stream_wrap
+   * accepts, for frameworks that hand kernels something other than the
+   * native handle. `framework` names the kind of object:
+   *   "tensorflow"  a TensorFlow PluggableDevice SP_Stream (what TF_GetStream
+   *                 returns to a kernel running on the device of the vendor's
+   *                 TensorFlow plugin). Its layout is that TF plugin's own,
+   *                 so only the vendor knows how to read it.
+   * On HVDA_OK *native is the native stream (not owned; it lives as long as
+   * the framework's stream). Unknown kinds, or a framework plugin this
+   * plugin cannot read (not loaded, too old), return HVDA_UNAVAILABLE with a
+   * message saying what is missing. Called from framework threads, possibly
+   * concurrently; must not block on device work. */
+  hvda_status (*stream_from_framework)(int device, const char* framework, void* framework_stream,
+                                       void** native);
 } hvda_device_ops_v1;
 
 /* ------------------------------------------------------------------ collective ops */

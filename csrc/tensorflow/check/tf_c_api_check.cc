@@ -19,6 +19,7 @@
 #include <string>
 #include <type_traits>
 
+#include "tensorflow/c/experimental/stream_executor/stream_executor.h"
 #include "tensorflow/c/kernels.h"
 #include "tensorflow/c/ops.h"
 #include "tensorflow/c/tf_datatype.h"
@@ -35,6 +36,7 @@
   static_assert(std::is_same<decltype(&::name), ret(*) params>::value,          \
                 #name ": our declaration differs from TensorFlow's");
 HVDA_TF_C_FUNCTIONS(HVDA_CHECK_TYPE)
+HVDA_TF_C_DEVICE_FUNCTIONS(HVDA_CHECK_TYPE)
 
 #define HVDA_CHECK_VALUE(name, value) \
   static_assert(static_cast<int>(name) == (value), #name " has another value in TensorFlow");
@@ -68,7 +70,7 @@ int main() {
   // Every listed function must resolve in libtensorflow_framework.so.2.
   const void* volatile addresses[] = {
 #define HVDA_ADDRESS(ret, name, params) reinterpret_cast<const void*>(&::name),
-      HVDA_TF_C_FUNCTIONS(HVDA_ADDRESS)};
+      HVDA_TF_C_FUNCTIONS(HVDA_ADDRESS) HVDA_TF_C_DEVICE_FUNCTIONS(HVDA_ADDRESS)};
   for (const void* a : addresses) {
     if (a == nullptr) ++failures;
   }

@@ -31,3 +31,4 @@ namespace {
 #define HVDA_TF_STUB(ret, name, params) \
   extern "C" __attribute__((visibility("default"))) ret name params { NotTensorFlow(#name); }
 HVDA_TF_C_FUNCTIONS(HVDA_TF_STUB)
+HVDA_TF_C_DEVICE_FUNCTIONS(HVDA_TF_STUB)

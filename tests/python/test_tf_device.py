@@ -1,0 +1,55 @@
+"""horovod.tensorflow on a TensorFlow PluggableDevice: the emulated "GCU"
+device (tests/emulated/tf_gcu, a PluggableDevice library over the emulated
+TOPS runtime) with the GCU device plugin over the emulated TOPS runtime +
+ECCL (scripts/emulated_gcu.sh). tf_device_scripts/device_ops.py runs every
+collective on GCU tensors in eager mode, in tf.function and in TF1 graphs,
+and checks per op that it ran in the plugin, left its results on the
+device, and copied no payload between host and device. Every job has a hard
+timeout.
+"""
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import emulated_build
+from launch_util import REPO, run
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                                reason="tensorflow is not installed (scripts/setup.sh installs "
+                                       "tensorflow-cpu==2.21.0)")
+
+SCRIPTS = Path(__file__).resolve().parent / "tf_device_scripts"
+HARD_TIMEOUT = 300
+CHECKS = re.findall(r"@check\ndef (\w+)\(", (SCRIPTS / "device_ops.py").read_text())
+
+
+@pytest.fixture(scope="module")
+def tf_plugin():
+    return emulated_build.tf_device_library()
+
+
+def run_job(np_, mode, plugin, timeout=HARD_TIMEOUT, **env):
+    cmd = ["bash", str(REPO / "scripts" / "emulated_gcu.sh"), sys.executable, "-m",
+           "horovod_accel.runner.launch", "-np", str(np_), sys.executable,
+           str(SCRIPTS / "device_ops.py"), mode]
+    return run(cmd, timeout, HVDA_TEST_TF_PLUGIN=str(plugin),
+               HVDA_TEST_EMU_CORE=str(emulated_build.LIB_DIR / "libhvda_emu_core.so"),
+               TF_CPP_MIN_LOG_LEVEL=3, **env)
+
+
+def assert_all_checks_passed(r, np_):
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, f"exit {r.returncode}\n{out[-8000:]}"
+    for rank in range(np_):
+        passed = set(re.findall(rf"^\[{rank}\]<stdout>:PASS (\w+)$", r.stdout, re.M))
+        assert passed == set(CHECKS), f"rank {rank} missing {set(CHECKS) - passed}\n{out[-6000:]}"
+
+
+@pytest.mark.parametrize("mode,np_", [("eager", 1), ("eager", 2), ("eager", 3),
+                                      ("function", 2), ("function", 3),
+                                      ("graph", 2), ("graph", 3)])
+def test_every_collective_runs_on_the_device(tf_plugin, mode, np_):
+    assert_all_checks_passed(run_job(np_, mode, tf_plugin), np_)
