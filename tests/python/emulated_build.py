@@ -6,10 +6,13 @@ per Python process, under an exclusive lock on build/emulated.lock - the
 lock scripts/emulated_env.sh takes too - so parallel test processes and
 scripts never build it at the same time. It returns the library folder.
 `library(name)`, `program(name)` and `plugin_env(device)` name what the build
-made.
+made; `tf_device_library()` the emulated TF PluggableDevice "GCU", which is
+built only when this Python has tensorflow (its C headers and
+libtensorflow_framework.so.2; found without importing tensorflow).
 """
 import fcntl
 import functools
+import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,6 +24,10 @@ LIB_DIR = BUILD_DIR / "lib"
 BIN_DIR = BUILD_DIR / "bin"
 LOCK_FILE = REPO / "build" / "emulated.lock"
 BUILD_TIMEOUT = 900  # seconds; a first build takes about a minute on two cores
+
+TF_DEVICE_LIBRARY = "libhvda_emu_tf_gcu.so"
+TF_HEADER = Path("include", "tensorflow", "c", "kernels.h")
+TF_FRAMEWORK = "libtensorflow_framework.so.2"
 
 # The vendor libraries each device's plugin loads, by the variable naming them.
 PLUGIN_LIBRARIES = {
@@ -47,17 +54,46 @@ def _run(cmd):
                            f"{r.stdout[-6000:]}\n{r.stderr[-6000:]}")
 
 
+def _tensorflow_dir():
+    """(folder, None) of this Python's installed tensorflow package when it
+    has what the TF plugin builds against, else (None, why not). Does not
+    import tensorflow (find_spec of a top-level package imports nothing)."""
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or not spec.submodule_search_locations:
+        return None, "tensorflow is not installed for this Python"
+    folder = Path(list(spec.submodule_search_locations)[0])
+    for need in (TF_HEADER, Path(TF_FRAMEWORK)):
+        if not (folder / need).exists():
+            return None, f"the tensorflow at {folder} has no {need}"
+    return folder, None
+
+
+def _cached_tf_dir():
+    """HVDA_EMU_TF_DIR as the existing build's CMake cache holds it ("" when
+    unset or when there is no cache)."""
+    cache = BUILD_DIR / "CMakeCache.txt"
+    if not cache.exists():
+        return None
+    for line in cache.read_text().splitlines():
+        if line.startswith("HVDA_EMU_TF_DIR:"):
+            return line.split("=", 1)[1]
+    return ""
+
+
 @functools.lru_cache(maxsize=None)
 def build():
     """Builds the emulated libraries and test programs (incrementally) and
     returns the library folder. Raises RuntimeError with the build output if
-    the build fails."""
+    the build fails. Configures (again) when there is no build yet or when
+    HVDA_EMU_TF_DIR - this Python's tensorflow, or none - changed."""
     cmake = _cmake()
+    tf_dir, _ = _tensorflow_dir()
+    want = str(tf_dir) if tf_dir else ""
     LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK_FILE, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not (BUILD_DIR / "CMakeCache.txt").exists():
-            _run([cmake, "-S", SOURCE_DIR, "-B", BUILD_DIR])
+        if _cached_tf_dir() != want:
+            _run([cmake, "-S", SOURCE_DIR, "-B", BUILD_DIR, f"-DHVDA_EMU_TF_DIR={want}"])
         _run([cmake, "--build", BUILD_DIR, "-j2"])
     return LIB_DIR
 
@@ -71,6 +107,20 @@ def program(name):
     """The path of a built test program (emu_selftest, emu_ccl_check)."""
     build()
     return BIN_DIR / name
+
+
+def tf_device_library():
+    """The path of libhvda_emu_tf_gcu.so, the emulated TF PluggableDevice
+    "GCU" (tests/emulated/README.md), after build(). Raises RuntimeError
+    naming why when it was not built."""
+    lib = build() / TF_DEVICE_LIBRARY
+    tf_dir, why = _tensorflow_dir()
+    if tf_dir is None:
+        raise RuntimeError(f"{TF_DEVICE_LIBRARY} was not built: {why}")
+    if not lib.exists():
+        raise RuntimeError(f"{TF_DEVICE_LIBRARY} was not built although {tf_dir} has "
+                           f"tensorflow's C headers: see CMake's output in {BUILD_DIR}")
+    return lib
 
 
 def plugin_env(device):

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #define HVDA_EMU_CORE_API __attribute__((visibility("default")))
 
@@ -66,6 +67,26 @@ HVDA_EMU_CORE_API int RtEventQuery(EventHandle e);        // kRtSuccess or kRtNo
 HVDA_EMU_CORE_API int RtEventSynchronize(EventHandle e);  // blocks
 HVDA_EMU_CORE_API int RtEventRecord(EventHandle e, StreamHandle s);
 HVDA_EMU_CORE_API int RtLaunchHostFunc(StreamHandle s, HostFn fn, void* arg);
+
+// ------------------------------------------------- emulated device compute
+// Not part of the vendor API subset: the emulation's own TF device plugin
+// (tf_gcu/) runs its "device kernels" with it, so that compute happens on a
+// stream without the host ever touching device memory.
+//
+// shadows[i] is where the worker may read and write device range i.
+using KernelFn = void (*)(void* arg, char* const* shadows);
+
+// Enqueues fn(arg, shadows) on stream s; it runs on the stream's worker,
+// after the work enqueued before it and before the work enqueued after it.
+// Range i is [device_ptrs[i], device_ptrs[i] + sizes[i]); each non-empty one
+// must lie in one live allocation (as a copy's device side must), an empty
+// one is not checked and gets a null shadow. The ranges stay mapped until fn
+// returned, even if freed meanwhile. The arrays are read during the call
+// only. arg belongs to the caller: fn frees it if it must; when the call
+// fails (kRtInvalidValue: bad stream, null fn, n < 0, a range outside device
+// memory) fn never runs and arg is untouched.
+HVDA_EMU_CORE_API int RtLaunchKernel(StreamHandle s, KernelFn fn, void* arg,
+                                     const void* const* device_ptrs, const size_t* sizes, int n);
 
 // -------------------------------------------------------------- collectives
 // Results, numbered as NCCL numbers them; the ECCL library maps kCclRemote
@@ -133,3 +154,10 @@ HVDA_EMU_CORE_API int CclRedOpCreatePreMulSum(CclApi api, int* op, const void* s
 HVDA_EMU_CORE_API int CclRedOpDestroy(CclApi api, int op, CommHandle comm);
 
 }  // namespace hvda_emu
+
+// The copy counters (copy_counts.h), with C linkage for ctypes: out = {host
+// to device calls, host to device bytes, device to host calls, device to host
+// bytes}, counted process-wide, when RtMemcpy / RtMemcpyAsync (any API's
+// names) enqueue a valid copy. Device-to-device and host-to-host copies are
+// not counted.
+extern "C" HVDA_EMU_CORE_API void hvda_emu_copy_counts(uint64_t out[4]);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config.h"
+#include "copy_counts.h"
 
 namespace hvda_emu {
 namespace {
@@ -113,6 +114,7 @@ int EnqueueCopy(void* dst, const void* src, size_t n, int kind, Stream& s, uint6
   *position = s.Enqueue([to, from, n, dst_keep, src_keep] {
     if (n > 0) std::memmove(to, from, n);
   });
+  CountCopy(kind, n);
   return kRtSuccess;
 }
 
@@ -242,6 +244,26 @@ int RtLaunchHostFunc(StreamHandle stream, HostFn fn, void* arg) {
   std::shared_ptr<Stream> s = ResolveStream(stream);
   if (s == nullptr || fn == nullptr) return kRtInvalidValue;
   s->Enqueue([fn, arg] { fn(arg); });
+  return kRtSuccess;
+}
+
+int RtLaunchKernel(StreamHandle stream, KernelFn fn, void* arg, const void* const* device_ptrs,
+                   const size_t* sizes, int n) {
+  std::shared_ptr<Stream> s = ResolveStream(stream);
+  if (s == nullptr || fn == nullptr || n < 0) return kRtInvalidValue;
+  if (n > 0 && (device_ptrs == nullptr || sizes == nullptr)) return kRtInvalidValue;
+  // keep[i] holds range i mapped until the operation is destroyed (after fn
+  // returned: Stream::Run drops it before reporting the position reached).
+  std::vector<DeviceSpan> keep(static_cast<size_t>(n));
+  std::vector<char*> shadows(static_cast<size_t>(n), nullptr);
+  for (size_t i = 0; i < keep.size(); ++i) {
+    if (sizes[i] == 0) continue;
+    if (!Runtime::Get().memory.Resolve(device_ptrs[i], sizes[i], &keep[i])) return kRtInvalidValue;
+    shadows[i] = keep[i].shadow;
+  }
+  s->Enqueue([fn, arg, keep = std::move(keep), shadows = std::move(shadows)] {
+    fn(arg, shadows.data());
+  });
   return kRtSuccess;
 }
 
