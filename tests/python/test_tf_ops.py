@@ -84,8 +84,14 @@ def test_library_uses_only_the_tf_c_api():
     # (docs/design/tensorflow.md): the op library imports only unversioned
     # TF_* C functions (resolved in TensorFlow's libtensorflow_framework.so.2,
     # its only TensorFlow dependency, named by soname, with no run path) plus
-    # versioned libc / libstdc++ / libgcc symbols, and exports only its setter.
-    undefined = [f[-1] for f in _dynamic_symbols(LIB, "--undefined-only") if f[0] == "U"]
+    # versioned libc / libstdc++ / libgcc symbols, and exports only what
+    # Python calls. The device kernels' TF functions are weak references
+    # ("w": a TensorFlow without them still loads the library).
+    undefined = [f[-1] for f in _dynamic_symbols(LIB, "--undefined-only")
+                 if f[0] == "U" or f[-1].startswith("TF_")]
+    weak = sorted(f[-1] for f in _dynamic_symbols(LIB, "--undefined-only")
+                  if f[0] == "w" and f[-1].startswith("TF_"))
+    assert weak == ["TF_GetDeviceId", "TF_GetDeviceName", "TF_GetStream"], weak
     tf = [u for u in undefined if u.startswith("TF_")]
     assert tf and all("@" not in u for u in tf), f"TF symbols must be unversioned: {tf}"
     runtime = re.compile(r".+@(GLIBC|GLIBCXX|CXXABI|GCC)_[0-9.]+$")
@@ -99,7 +105,8 @@ def test_library_uses_only_the_tf_c_api():
                       "libc.so.6", "libm.so.6"}, dynamic
     assert "RPATH" not in dynamic and "RUNPATH" not in dynamic, dynamic
     exported = [f[-1] for f in _dynamic_symbols(LIB, "--defined-only") if f[1] == "T"]
-    assert exported == ["hvda_tf_set_core_api"], exported
+    assert exported == ["hvda_tf_device_kernels_available", "hvda_tf_register_device_kernels",
+                        "hvda_tf_set_core_api"], exported
 
 
 def test_tensorflow_exports_every_function_the_library_imports():

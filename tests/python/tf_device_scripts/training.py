@@ -29,7 +29,9 @@ MODE = sys.argv[1]
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-tf.load_pluggable_device_library(os.environ["HVDA_TEST_TF_PLUGIN"])
+from tensorflow.python.framework import load_library  # noqa: E402 (TF 2.21 has no public alias)
+
+load_library.load_pluggable_device_library(os.environ["HVDA_TEST_TF_PLUGIN"])
 if MODE == "graph":
     tf.compat.v1.disable_v2_behavior()
 
