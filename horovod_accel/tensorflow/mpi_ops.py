@@ -95,7 +95,12 @@ def _run(op_type, fn, name_source, name, process_set_id, **attrs):
     if name is None:
         name = (op_type if name_source is None
                 else f"{op_type}_{_normalize_name(name_source.name)}")
-    return fn(tensor_name="", name=name, process_set_id=process_set_id, **attrs)
+    # The name input lives in host memory on every device (the kernels say
+    # so); made here on the CPU, since an accelerator's device scope would
+    # place the string constant where it has no kernel.
+    with tf.device("/device:CPU:0"):
+        no_name = tf.constant("")
+    return fn(tensor_name=no_name, name=name, process_set_id=process_set_id, **attrs)
 
 
 def _first(tensors):
