@@ -55,6 +55,20 @@ def test_every_collective_runs_on_the_device(tf_plugin, mode, np_):
     assert_all_checks_passed(run_job(np_, mode, tf_plugin), np_)
 
 
+@pytest.mark.parametrize("mode", ["eager", "function"])
+def test_collectives_wait_for_tensorflows_stream(tf_plugin, mode):
+    """allreduce_reads_what_the_device_just_computed with every stream
+    operation of the emulated runtime delayed by 300 ms, far longer than a
+    negotiation: a collective that did not wait for the MatMul TF enqueued on
+    its stream would read stale device memory."""
+    check = "allreduce_reads_what_the_device_just_computed"
+    r = run_job(2, mode, tf_plugin, HVDA_EMU_STREAM_DELAY_US=300000, HVDA_TEST_ONLY_CHECK=check)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, f"exit {r.returncode}\n{out[-8000:]}"
+    for rank in range(2):
+        assert f"[{rank}]<stdout>:PASS {check}" in r.stdout, out[-6000:]
+
+
 @pytest.mark.parametrize("mode,np_", [("tape", 2), ("graph", 3)])
 def test_training_with_variables_and_gradients_on_the_device(tf_plugin, mode, np_):
     """tf_device_scripts/training.py: DistributedGradientTape (eager), and the

@@ -73,7 +73,12 @@ def on_device(fn, arrays):
     global _SESSION
     if MODE == "graph":
         if _SESSION is None:
-            _SESSION = tf.compat.v1.Session()
+            # No constant folding: it would compute device ops of constant
+            # inputs on the host at graph optimization time.
+            config = tf.compat.v1.ConfigProto()
+            config.graph_options.rewrite_options.constant_folding = 2  # RewriterConfig.OFF
+            config.graph_options.optimizer_options.opt_level = -1  # OptimizerOptions.L0
+            _SESSION = tf.compat.v1.Session(config=config)
         with tf.device(DEV):
             ins = [tf.identity(tf.constant(a)) for a in arrays]
             outs = fn(*ins)
@@ -194,6 +199,29 @@ def alltoall_with_splits():
 
 
 @check
+def allreduce_reads_what_the_device_just_computed():
+    # The input is made by a GCU kernel (MatMul) on TF's stream right before
+    # the collective; with every stream operation delayed
+    # (HVDA_EMU_STREAM_DELAY_US) the collective reads stale memory unless it
+    # waits for TF's stream (the event the core records there).
+    # Several kernels queue on TF's stream, so with a per-operation delay
+    # the last one finishes well after the collective's own first delay.
+    n, r = hvd.size(), hvd.rank()
+    a = values(r, n, tf.float32, rows=4, cols=3)
+    b = values(0, n, tf.float32, rows=3, cols=2)
+    eye = np.eye(3, dtype=np.float32)
+
+    def chain(x, y, e):
+        for _ in range(3):
+            x = tf.matmul(x, e)
+        return hvd.allreduce(tf.matmul(x, y), op=hvd.Sum)
+
+    got = on_device(chain, [a, b, eye])
+    close(got, sum(values(k, n, tf.float32, rows=4, cols=3) @ b for k in range(n)),
+          "allreduce of a device-computed tensor")
+
+
+@check
 def mismatch_is_the_named_error():
     n, r = hvd.size(), hvd.rank()
     if n == 1:
@@ -215,4 +243,8 @@ def mismatch_is_the_named_error():
 
 
 if __name__ == "__main__":
+    only = os.environ.get("HVDA_TEST_ONLY_CHECK")  # one check alone (the slow-stream test)
+    if only:
+        from check_harness import _CHECKS, unregister  # noqa: E402
+        unregister(*[fn for fn in list(_CHECKS) if fn.__name__ != only])
     sys.exit(main(hvd))
