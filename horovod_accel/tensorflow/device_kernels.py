@@ -20,6 +20,8 @@ devices initializes them, after which `tf.load_pluggable_device_library`
 could no longer add any; users load plugins before their first Horovod op).
 """
 import ctypes
+import logging
+import os
 import threading
 
 import tensorflow as tf
@@ -51,6 +53,8 @@ def register(path):
     if not types:
         return {}
     log = get_logger(__name__)
+    # Said once per job, by rank 0 (every rank decides the same).
+    info = logging.INFO if os.environ.get("HOROVOD_RANK", "0") == "0" else logging.DEBUG
     lib = ctypes.CDLL(path)
     outcome = {}
     if not lib.hvda_tf_device_kernels_available():
@@ -58,7 +62,7 @@ def register(path):
                "Horovod ops on these devices go through the host")
         for t in types:
             outcome[t] = why
-        log.info("TensorFlow devices %s: %s", ", ".join(types), why)
+        log.log(info, "TensorFlow devices %s: %s", ", ".join(types), why)
         return outcome
     served = _served_device_types()
     lib.hvda_tf_register_device_kernels.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
@@ -69,7 +73,7 @@ def register(path):
             outcome[t] = (f"no horovod_accel device plugin serves '{t.lower()}' here (see "
                           f"`horovodrun --check-build`): Horovod ops on {t} tensors run on the "
                           f"CPU, and TensorFlow copies their tensors to the host and back")
-            log.info("TensorFlow device %s: %s", t, outcome[t])
+            log.log(info, "TensorFlow device %s: %s", t, outcome[t])
             continue
         message = ctypes.create_string_buffer(1024)
         if lib.hvda_tf_register_device_kernels(t.encode(), message, len(message)) != 0:

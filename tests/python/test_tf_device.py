@@ -82,3 +82,18 @@ def test_training_with_variables_and_gradients_on_the_device(tf_plugin, mode, np
     assert r.returncode == 0, f"exit {r.returncode}\n{out[-8000:]}"
     for rank in range(np_):
         assert f"[{rank}]<stdout>:TRAINING OK rank {rank}" in r.stdout, out[-6000:]
+
+
+def test_a_device_no_plugin_serves_keeps_the_cpu_kernels(tf_plugin):
+    """Without the GCU device plugin the ops on GCU tensors still work (TF
+    runs the CPU kernels, copying), and rank 0 says why once, at INFO."""
+    r = run([sys.executable, "-m", "horovod_accel.runner.launch", "-np", "2", sys.executable,
+             str(SCRIPTS / "no_plugin.py")], HARD_TIMEOUT, HVDA_TEST_TF_PLUGIN=str(tf_plugin),
+            TF_CPP_MIN_LOG_LEVEL=3, HOROVOD_LOG_LEVEL="INFO", HOROVOD_ACCEL_PLUGINS="")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, f"exit {r.returncode}\n{out[-8000:]}"
+    for rank in range(2):
+        assert f"[{rank}]<stdout>:NO PLUGIN OK rank {rank}" in r.stdout, out[-6000:]
+    said = re.findall(r"^\[(\d)\]<stderr>:TensorFlow device GCU: no horovod_accel device plugin",
+                      r.stderr, re.M)
+    assert said == ["0"], out[-6000:]
