@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "emu_expect.h"
 #include "emu_vendor_api.h"
 
 namespace {
@@ -30,19 +31,8 @@ constexpr int kInvalidValue = 1;
 constexpr int kNotReady = 600;
 enum { kH2H = 0, kH2D = 1, kD2H = 2, kD2D = 3 };
 
-int failures = 0;
-const char* current_test = "";
-
-#define EXPECT(cond)                                                                       \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      std::fprintf(stderr, "  %s:%d: %s: expected %s\n", __FILE__, __LINE__, current_test, \
-                   #cond);                                                                 \
-      ++failures;                                                                          \
-    }                                                                                      \
-  } while (0)
-#define EXPECT_EQ(a, b) EXPECT((a) == (b))
-#define OK(call) EXPECT_EQ((call), 0)
+using emu_test::current_test;
+using emu_test::failures;
 
 // A stream gate: a host function that blocks its stream until Open().
 struct Gate {

@@ -155,7 +155,8 @@ def check_copy_counters():
     before = copy_counts()
     host = z.numpy()
     moved = delta(before, copy_counts())
-    assert moved == {"h2d_calls": 0, "h2d_bytes": 0, "d2h_calls": 1, "d2h_bytes": host.nbytes}, moved
+    want_moved = {"h2d_calls": 0, "h2d_bytes": 0, "d2h_calls": 1, "d2h_bytes": host.nbytes}
+    assert moved == want_moved, moved
     want = a @ a.T
     np.testing.assert_allclose(host, want * want - want + want, rtol=1e-4, atol=1e-4)
 
