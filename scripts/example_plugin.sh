@@ -6,7 +6,7 @@
 # build-directory lock as scripts/emulated_env.sh), exports
 # HOROVOD_ACCEL_PLUGINS as the absolute path of the chosen variant's library
 # and execs the command. Variants:
-#   (none)  libhorovod_accel_example.so         ABI 1.1
+#   (none)  libhorovod_accel_example.so         ABI 1.2
 #   abi10   libhorovod_accel_example_abi10.so   built against the ABI 1.0 header
 #   broken  libhorovod_accel_example_broken.so  its collectives' Sum is wrong (on purpose)
 set -euo pipefail

@@ -1,9 +1,9 @@
-// Plugin ABI 1.1 (csrc/include/horovod_accel/plugin.h) and its compatibility
+// Plugin ABI 1.2 (csrc/include/horovod_accel/plugin.h) and its compatibility
 // with 1.0, against three builds of the loopback test plugin
 // (tests/cpp/plugins/loopback_plugin.cc, root CMakeLists.txt):
-// - libhorovod_accel_loopback.so (ABI 1.1): unique ids released exactly once
+// - libhorovod_accel_loopback.so (ABI 1.2): unique ids released exactly once
 //   by their maker; the operation timeout reaches comm_init_rank_config;
-// - libhorovod_accel_loopback_lean.so (ABI 1.1): host-accessible memory with
+// - libhorovod_accel_loopback_lean.so (ABI 1.2): host-accessible memory with
 //   scale / reduce_into left NULL, so the core's host kernels run them, and
 //   alltoall composed from grouped send/recv that never names the caller;
 // - libhorovod_accel_loopback_abi10.so, built against a verbatim copy of the

@@ -30,7 +30,7 @@ def with_plugin(variant, cmd, timeout):
         return subprocess.run(pre + cmd, env=job_env(), capture_output=True, text=True,
                               timeout=timeout, cwd=str(REPO))
     except subprocess.TimeoutExpired as e:
-        pytest.fail(f"{cmd} with the example plugin ({variant or 'abi 1.1'}) did not finish in "
+        pytest.fail(f"{cmd} with the example plugin ({variant or 'abi 1.2'}) did not finish in "
                     f"{timeout} s:\n{e.stdout}\n{e.stderr}")
 
 
@@ -66,7 +66,7 @@ def test_example_plugin_with_a_wrong_sum_fails_conformance():
 def test_check_build_lists_the_example_plugin():
     r = with_plugin(None, [str(REPO / ".venv" / "bin" / "horovodrun"), "--check-build"], 120)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert re.search(r"\[X\] example \S+ \(device 'example', ABI 1\.1, \S+libhorovod_accel_"
+    assert re.search(r"\[X\] example \S+ \(device 'example', ABI 1\.2, \S+libhorovod_accel_"
                      r"example\.so\)", r.stdout), r.stdout
     r = with_plugin("abi10", [str(REPO / ".venv" / "bin" / "horovodrun"), "--check-build"], 120)
     assert "(device 'example', ABI 1.0," in r.stdout, r.stdout
