@@ -1,7 +1,8 @@
 """Loads the wheels' Python-independent binaries with ctypes on an older
 glibc (test_wheels_in_container.py runs it on Debian 11, glibc 2.31, whose
 Python 3.9 cannot import a cp311 core): each plugin library, whose entry
-point must hand back its table to a core of ABI 1.1 (an older core than the plugins), and the MXNet engine library.
+point must hand back its table to a core of ABI 1.1 (older than the
+plugins'), and the MXNet engine library.
 Usage: python3 load_on_old_glibc.py UNPACKED_WHEELS_DIR"""
 import ctypes
 import glob
