@@ -22,6 +22,9 @@ struct KernelConfig {
   double prescale = 1.0;
   double postscale = 1.0;
   int32_t root_rank = 0;
+  // The `blocking` attr: set in eager mode; the execution waits for its ops
+  // on the calling thread (AsyncOp, NOTE [Blocking kernels in eager mode]).
+  bool blocking = false;
 };
 
 // create_func / delete_func of every Horovod kernel.
