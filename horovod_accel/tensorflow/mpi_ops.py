@@ -81,16 +81,15 @@ def _normalize_name(name):
 def _string_tensor(text):
     """A host scalar string tensor. The eager ops get their name input as one:
     given a Python str, TF's eager fast path for a generated op wrapper falls
-    back to its Python slow path (about 35 us more per call on TF 2.21, more
-    than the rest of a small eager allreduce; benchmarks/README.md,
-    tf_latency.py)."""
+    back to the wrapper's Python slow path, which costs more than the rest of
+    a small eager allreduce (docs/design/tensorflow.md, "Eager kernels wait")."""
     with tf.device("/cpu:0"):
         return tf.constant(text, dtype=tf.string)
 
 
 # Named eager ops repeat their names (a training loop's gradients), so their
 # name tensors are kept; unnamed ops' names never repeat and are not cached.
-# Bounded: a program with more distinct names pays _string_tensor's ~5 us.
+# Bounded: a program with more distinct names makes a tensor per call.
 _name_tensor = functools.lru_cache(maxsize=4096)(_string_tensor)
 
 
@@ -122,7 +121,7 @@ def _run(op_type, fn, name_source, name, process_set_id, **attrs):
 
 def _as_tensor(value):
     """tf.convert_to_tensor(value), skipped for a tf.Tensor (which it would
-    return unchanged): the call costs ~1.4 us, a tenth of a small eager op."""
+    return unchanged; the call is a visible part of a small eager op)."""
     return value if isinstance(value, tf.Tensor) else tf.convert_to_tensor(value)
 
 
