@@ -3,7 +3,7 @@
 adapter (inside a tf.function, and in eager mode) against the same through its
 torch adapter, in the same processes.
 
-    .venv/bin/python benchmarks/tf_latency.py                  # np 2, 3 jobs, ~1-2 min
+    .venv/bin/python benchmarks/tf_latency.py                  # np 2, 3 jobs, ~30-60 s
     .venv/bin/python benchmarks/tf_latency.py --repeats 1 --blocks 20 --json /tmp/lat.json
 
 Each repeat is one job: python -m horovod_accel.runner.launch -np N python
@@ -13,18 +13,27 @@ measured, per mode, is a block of --calls back-to-back synchronous
 allreduces of one 1024-float32 tensor (4 KiB), each call's input being the
 previous call's output (zeros, so Sum stays finite):
   tf.function  one call of a tf.function whose body chains --calls
-               horovod.tensorflow.allreduce(t, op=Sum) ops (traced once)
-  tf eager     a Python loop of horovod.tensorflow.allreduce(t, op=Sum)
+               horovod.tensorflow.allreduce(t, op=Sum) ops (traced once;
+               asynchronous kernels, completed by the core's background thread)
+  tf eager     a Python loop of horovod.tensorflow.allreduce(t, op=Sum) (the
+               kernel waits on the calling thread: core enqueue_wait)
+  tf eager op  the same loop calling the op's generated wrapper directly
+               (MPI_LIB.horovod_allreduce with a prebuilt name tensor): TF's
+               dispatch + the kernel + the core, without horovod.tensorflow's
+               Python layers
   torch        a Python loop of horovod.torch.allreduce_(t, op=Sum)
 and, as a floor for TensorFlow's own per-op cost (no collective, no ratio):
-  tf.function no-op / tf eager no-op   the same chains of `t + 0.0`
+  tf.function no-op   the same chain of `t + 0.0` in a tf.function
+  tf eager no-op      a loop of `t + zero` (zero: a prebuilt scalar tensor, so
+                      no Python-number conversion per call; an op with two
+                      tensor inputs, like the allreduce's tensor and name)
 per-call time = block time / --calls (perf_counter around the block, on
 every rank). Modes take turns in rounds (order rotating every round; a
 barrier and one untimed block before each mode's turn); after the job the
 per-block times are MAX-reduced over ranks. Per mode: median and p90
-(nearest rank) over blocks; per job the ratios tf.function/torch and
-eager/torch (> 1: slower than torch); over repeats, the median and
-[min..max] of those same-job ratios. See benchmarks/README.md.
+(nearest rank) over blocks; per job the ratios mode/torch for the collective
+modes (> 1: slower than torch); over repeats, the median and [min..max] of
+those same-job ratios. See benchmarks/README.md.
 """
 import argparse
 import json
@@ -41,8 +50,9 @@ from allreduce import (REPO_ROOT, busy_processes, job_env, reason_line, spread, 
                        stop_job)
 from peers.bench_common import percentile  # noqa: E402
 
-MODES = ("tf.function", "tf eager", "torch", "tf.function no-op", "tf eager no-op")
-RATIO_MODES = MODES[:3]
+MODES = ("tf.function", "tf eager", "tf eager op", "torch", "tf.function no-op",
+         "tf eager no-op")
+RATIO_MODES = MODES[:4]
 FLOATS = 1024           # 4 KiB of float32
 
 
@@ -85,15 +95,27 @@ def worker(a):
             t = hvd_tf.allreduce(t, op=hvd_tf.Sum, name="lat_eager")
         return t
 
+    from horovod_accel.tensorflow.mpi_ops import MPI_LIB
+    op_name = tf.constant("lat_eager_op")
+
+    def eager_op(t):
+        for _ in range(a.calls):
+            t = MPI_LIB.horovod_allreduce(tensor=t, tensor_name=op_name, reduce_op=int(hvd_tf.Sum),
+                                          prescale_factor=1.0, postscale_factor=1.0,
+                                          blocking=True)
+        return t
+
     @tf.function
     def chain_noop(t):
         for _ in range(a.calls):
             t = t + 0.0
         return t
 
+    zero = tf.constant(0.0)
+
     def eager_noop(t):
         for _ in range(a.calls):
-            t = t + 0.0
+            t = t + zero
         return t
 
     def torch_loop(t):
@@ -102,6 +124,7 @@ def worker(a):
         return t
 
     run = {"tf.function": (chain, tf.zeros([FLOATS])), "tf eager": (eager, tf.zeros([FLOATS])),
+           "tf eager op": (eager_op, tf.zeros([FLOATS])),
            "torch": (torch_loop, torch.zeros(FLOATS)),
            "tf.function no-op": (chain_noop, tf.zeros([FLOATS])),
            "tf eager no-op": (eager_noop, tf.zeros([FLOATS]))}

@@ -22,8 +22,8 @@ namespace hvda_tf {
 // move is done on that layout (TfDoneCallback, tf_done_callback.h), so it
 // holds whatever standard library this library is built with. It needs no
 // TF C++ header.
-AsyncOp::AsyncOp(TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done)
-    : ctx_(ctx), done_(done) {}
+AsyncOp::AsyncOp(TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done, bool blocking)
+    : ctx_(ctx), blocking_(blocking), done_(done) {}
 
 AsyncOp::~AsyncOp() {
   for (TF_Tensor* t : kept_) TF_DeleteTensor(t);
@@ -78,13 +78,40 @@ void AsyncOp::Enqueued(int32_t rc) {
   if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
 }
 
+// NOTE [Blocking kernels in eager mode]
+// In eager mode TensorFlow runs a kernel's compute function on the thread
+// that executes the op and blocks that thread until the kernel calls done
+// (AsyncOpKernel::Compute waits on a notification): the Python thread, or
+// with tf.config.experimental.set_synchronous_execution(False) the eager
+// executor's one thread, which runs that thread's ops one at a time (checked
+// on TF 2.21: ranks issuing two eager ops in opposite orders hang there even
+// on the asynchronous path). So an eager kernel loses nothing by waiting
+// itself, and it gains what core_api.h's enqueue_wait gives a waiting thread:
+// the cycles run inline (no hand-off to the background thread and back), and
+// the thread counts as waiting for the deadlock detection (NOTE [Deadlock
+// detection] in csrc/common/coordinator.h), so an eager collective that
+// another rank never submits fails with the core's deadlock error instead
+// of hanging. The Python wrappers (mpi_ops.py) set the `blocking` attr to
+// tf.executing_eagerly(). Graph kernels (tf.function, TF1 sessions) run on
+// TF's inter-op threads, which must never block on a collective: ranks whose
+// graphs issue collectives in different orders would deadlock there, while
+// async kernels let every pending op negotiate. A table older than 1.1 has
+// no enqueue_wait: the op then takes the asynchronous path.
 void AsyncOp::Submit(std::vector<hvda_core_op> ops) {
   if (!Start(ops.size())) return;
   for (size_t i = 0; i < ops.size(); ++i) {
     ops[i].done = &AsyncOp::OnCoreDone;
     ops[i].done_user = &slots_[i];
   }
-  Enqueued(CoreApi()->enqueue(CoreRuntime(), ops.data(), static_cast<int32_t>(ops.size())));
+  const hvda_core_api_v1* api = CoreApi();
+  const bool wait = blocking_ && HVDA_CORE_HAS_FIELD(api, hvda_core_api_v1, enqueue_wait) &&
+                    api->enqueue_wait != nullptr;
+  // Both return after the ops were refused (no done), or once enqueued
+  // (asynchronous: their dones come later on the core's thread) or done
+  // (blocking: every OnCoreDone already ran on this thread, so Enqueued()
+  // drops the last count and finishes the op here).
+  Enqueued((wait ? api->enqueue_wait : api->enqueue)(CoreRuntime(), ops.data(),
+                                                     static_cast<int32_t>(ops.size())));
 }
 
 void AsyncOp::SubmitJoin() {

@@ -3,12 +3,23 @@
 // took (so their buffers outlive the core's use of them), the done callback,
 // and one completion slot per core op (several for grouped ops).
 //
-// Lifetime: created by a kernel's compute function with `new`; deletes itself
-// after calling TF's done callback, either at once (an error before or at
-// enqueue) or on the core's thread when the last of its core ops completes.
-// The TF_OpKernelContext stays valid until done is called (TF keeps an async
-// kernel's context alive until then), so completions may set outputs and
-// failures on it from the core's thread.
+// Two paths (NOTE [Blocking kernels in eager mode] in async_op.cc):
+// - asynchronous (graph mode, tf.function): Submit() hands the ops to the
+//   core with `enqueue` and returns; the core's background thread completes
+//   them and calls TF's done.
+// - blocking (eager mode, the kernel's `blocking` attr): Submit() uses the
+//   core's `enqueue_wait`, which runs the negotiation cycles on the calling
+//   thread, counts that thread as waiting for the deadlock detection, and
+//   completes every op on it; TF's done is called before Submit() returns.
+//
+// Lifetime, the same on both paths: created by a kernel's compute function
+// with `new`; deletes itself right before calling TF's done callback, either
+// at once (an error before or at enqueue), on the core's thread when the last
+// of its core ops completes (asynchronous) or on the calling thread inside
+// Submit() (blocking). The TF_OpKernelContext stays valid until done is
+// called (TF keeps an async kernel's context alive until then), so
+// completions may set outputs and failures on it from whichever thread
+// completes them.
 #pragma once
 
 #include <atomic>
@@ -25,7 +36,11 @@ namespace hvda_tf {
 
 class AsyncOp {
  public:
-  AsyncOp(TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done);
+  // blocking: this execution may block its calling thread until its ops
+  // are done (the kernel's `blocking` attr, KernelConfig::blocking: eager
+  // mode, whose calling thread waits for TF's done anyway). Join and barrier
+  // stay asynchronous: core C API 1.1 has no waiting form for them.
+  AsyncOp(TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done, bool blocking = false);
   virtual ~AsyncOp();
   AsyncOp(const AsyncOp&) = delete;
   AsyncOp& operator=(const AsyncOp&) = delete;
@@ -42,7 +57,8 @@ class AsyncOp {
   bool failed();
 
   // Enqueues ops (their done/done_user are filled in here) as one call:
-  // a group when several. Afterwards `this` may already be deleted: the
+  // a group when several; when blocking, also waits for them (enqueue_wait).
+  // Afterwards `this` may already be deleted (always, when blocking): the
   // caller must not touch it again. Consumes the op either way.
   void Submit(std::vector<hvda_core_op> ops);
   void Submit(hvda_core_op op) { Submit(std::vector<hvda_core_op>{op}); }
@@ -71,6 +87,7 @@ class AsyncOp {
   void Enqueued(int32_t rc);
 
   TF_OpKernelContext* ctx_;
+  const bool blocking_;
   TfDoneCallback done_;  // TF's callback, moved out of TF's std::function
   std::vector<TF_Tensor*> kept_;
   std::vector<Slot> slots_;

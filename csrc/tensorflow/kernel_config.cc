@@ -14,6 +14,7 @@ void* CreateKernelConfig(TF_OpKernelConstruction* ctx) {
   k->prescale = AttrFloat(ctx, "prescale_factor", 1.0f);
   k->postscale = AttrFloat(ctx, "postscale_factor", 1.0f);
   k->root_rank = static_cast<int32_t>(AttrInt(ctx, "root_rank", 0));
+  k->blocking = AttrBool(ctx, "blocking", false);
   return k;
 }
 

@@ -25,6 +25,9 @@ struct KernelConfig {
   // Registered for a PluggableDevice (device_kernels.cc): tensors are device
   // memory, placed with PlaceOnDevice (device_placement.h).
   bool on_device = false;
+  // The `blocking` attr: set in eager mode; the execution waits for its ops
+  // on the calling thread (AsyncOp, NOTE [Blocking kernels in eager mode]).
+  bool blocking = false;
 };
 
 // create_func / delete_func of every Horovod kernel.

@@ -21,7 +21,7 @@ namespace {
 
 class GatherOp : public AsyncOp {
  public:
-  GatherOp(TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done) : AsyncOp(ctx, done) {}
+  using AsyncOp::AsyncOp;
   std::vector<TF_DataType> dtypes;
   bool alltoall = false;
 
@@ -87,7 +87,7 @@ class GatherOp : public AsyncOp {
 void Allgather(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done,
                bool grouped) {
   const auto& k = *static_cast<KernelConfig*>(kernel);
-  auto* op = new GatherOp(ctx, done);
+  auto* op = new GatherOp(ctx, done, k.blocking);
   const int n = TF_NumInputs(ctx) - 1;
   std::string base;
   if (!CoreName(op, k, n, &base)) return op->Finish();
@@ -120,7 +120,7 @@ void GroupedAllgather(void* k, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCall
 // tensor_name.
 void Alltoall(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done) {
   const auto& k = *static_cast<KernelConfig*>(kernel);
-  auto* op = new GatherOp(ctx, done);
+  auto* op = new GatherOp(ctx, done, k.blocking);
   op->alltoall = true;
   std::string name;
   if (!CoreName(op, k, 2, &name)) return op->Finish();

@@ -56,7 +56,7 @@ int64_t ScatterRows(int32_t process_set_id, int64_t d0) {
 void Run(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done,
          int32_t type, bool grouped) {
   const auto& k = *static_cast<KernelConfig*>(kernel);
-  auto* op = new AsyncOp(ctx, done);
+  auto* op = new AsyncOp(ctx, done, k.blocking);
   const int n = TF_NumInputs(ctx) - 1;
   std::string base;
   if (!CoreName(op, k, n, &base)) return op->Finish();

@@ -3,7 +3,10 @@
 // every collective takes a last `tensor_name` input (a scalar string; "" =
 // use the node name, as upstream does in graph mode), so eager calls with
 // different names reuse one cached kernel; grouped ops take a type list, so
-// a group may mix dtypes.
+// a group may mix dtypes; every collective has a `blocking` attr (default
+// false; the Python wrappers set it in eager mode: the kernel then waits for
+// its ops on the calling thread, NOTE [Blocking kernels in eager mode] in
+// async_op.cc; one eager kernel-cache entry per value).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -112,8 +115,9 @@ void RegisterOpDefs(TF_Status* status) {
   const std::string name_in = "tensor_name: string";
   const std::string scope = "ignore_name_scope: bool = false";
   const std::string ps = "process_set_id: int = 0";
+  const std::string blocking = "blocking: bool = false";
   const std::vector<std::string> reduce_attrs = {"reduce_op: int", "prescale_factor: float",
-                                                 "postscale_factor: float", scope, ps};
+                                                 "postscale_factor: float", scope, ps, blocking};
   auto with = [](std::vector<std::string> v, std::string first) {
     v.insert(v.begin(), std::move(first));
     return v;
@@ -127,14 +131,15 @@ void RegisterOpDefs(TF_Status* status) {
        with(reduce_attrs, T(kReduceTypes)), &GatherShapes},
       {"HorovodGroupedReducescatter", {"tensors: T", name_in}, {"output: T"},
        with(reduce_attrs, TList(kReduceTypes)), &GatherShapes},
-      {"HorovodAllgather", {"tensor: T", name_in}, {"output: T"}, {T(kAllTypes), scope, ps},
-       &GatherShapes},
+      {"HorovodAllgather", {"tensor: T", name_in}, {"output: T"},
+       {T(kAllTypes), scope, ps, blocking}, &GatherShapes},
       {"HorovodGroupedAllgather", {"tensors: T", name_in}, {"output: T"},
-       {TList(kAllTypes), scope, ps}, &GatherShapes},
+       {TList(kAllTypes), scope, ps, blocking}, &GatherShapes},
       {"HorovodBroadcast", {"tensor: T", name_in}, {"output: T"},
-       {T(kAllTypes), "root_rank: int", scope, ps}, &SameShapes},
+       {T(kAllTypes), "root_rank: int", scope, ps, blocking}, &SameShapes},
       {"HorovodAlltoall", {"tensor: T", "splits: int32", name_in},
-       {"output: T", "received_splits: int32"}, {T(kAllTypes), scope, ps}, &AlltoallShapes},
+       {"output: T", "received_splits: int32"}, {T(kAllTypes), scope, ps, blocking},
+       &AlltoallShapes},
       {"HorovodJoin", {}, {"output: int32"}, {}, &ScalarShape, true},
       {"HorovodBarrier", {}, {}, {ps}, &NoOutputs, true},
       {"HorovodSize", {}, {"size: int32"}, {ps}, &ScalarShape, true},

@@ -21,6 +21,7 @@ tf.errors.InvalidArgumentError, shutdown / a lost peer -> tf.errors.AbortedError
 (others tf.errors.UnknownError).
 """
 import ctypes
+import functools
 import os
 import re
 
@@ -80,17 +81,41 @@ def _normalize_name(name):
     return re.sub("[^a-zA-Z0-9_]", "_", name)
 
 
+def _string_tensor(text):
+    """A host scalar string tensor. The eager ops get their name input as one:
+    given a Python str, TF's eager fast path for a generated op wrapper falls
+    back to the wrapper's Python slow path, which costs more than the rest of
+    a small eager allreduce (docs/design/tensorflow.md, "Eager kernels wait")."""
+    with tf.device("/cpu:0"):
+        return tf.constant(text, dtype=tf.string)
+
+
+# Named eager ops repeat their names (a training loop's gradients), so their
+# name tensors are kept; unnamed ops' names never repeat and are not cached.
+# Bounded: a program with more distinct names makes a tensor per call.
+_name_tensor = functools.lru_cache(maxsize=4096)(_string_tensor)
+
+
 def _run(op_type, fn, name_source, name, process_set_id, **attrs):
     """Calls the raw op `fn` with the core name rules of this module's
     docstring. `name_source` (a tensor) names the node in graph mode (None:
-    op_type alone)."""
+    op_type alone).
+
+    Eager ops get blocking=True: the kernel waits for its collective on the
+    calling thread (which TF blocks until the op is done anyway), so the
+    core runs the negotiation inline and counts the thread as waiting for
+    deadlock detection. Graph ops keep the default (False): they must never
+    block TF's inter-op threads (NOTE [Blocking kernels in eager mode] in
+    csrc/tensorflow/async_op.cc)."""
     _DEVICE_KERNELS.ensure()
     if _executing_eagerly():
         if name is not None:
-            return fn(tensor_name=str(name), process_set_id=process_set_id, **attrs)
+            return fn(tensor_name=_name_tensor(str(name)), process_set_id=process_set_id,
+                      blocking=True, **attrs)
         return _HANDLES.run_unnamed(
             op_type, process_set_id,
-            lambda core_name: fn(tensor_name=core_name, process_set_id=process_set_id, **attrs),
+            lambda core_name: fn(tensor_name=_string_tensor(core_name),
+                                 process_set_id=process_set_id, blocking=True, **attrs),
             rejected=(tf.errors.InvalidArgumentError,))
     if name is None:
         name = (op_type if name_source is None
@@ -101,6 +126,12 @@ def _run(op_type, fn, name_source, name, process_set_id, **attrs):
     with tf.device("/device:CPU:0"):
         no_name = tf.constant("")
     return fn(tensor_name=no_name, name=name, process_set_id=process_set_id, **attrs)
+
+
+def _as_tensor(value):
+    """tf.convert_to_tensor(value), skipped for a tf.Tensor (which it would
+    return unchanged; the call is a visible part of a small eager op)."""
+    return value if isinstance(value, tf.Tensor) else tf.convert_to_tensor(value)
 
 
 def _first(tensors):
@@ -122,7 +153,7 @@ def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=
     """Allreduce of a dense tensor (no compression, no IndexedSlices); a new
     tensor of the same shape and dtype. op: Average, Sum, Adasum, Min, Max,
     Product. Average divides by the process set's size in the core."""
-    tensor = tf.convert_to_tensor(tensor)
+    tensor = _as_tensor(tensor)
     return _allreduce_ps(tensor, name, op, prescale_factor, postscale_factor, ignore_name_scope,
                          _ps_id(process_set))
 
@@ -142,7 +173,7 @@ def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscal
                        ignore_name_scope=False, process_set=global_process_set):
     """Allreduce of a list of dense tensors, negotiated and fused as one
     group (dtypes may differ); a list of new tensors."""
-    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    tensors = [_as_tensor(t) for t in tensors]
     return _grouped_allreduce_ps(tensors, name, op, prescale_factor, postscale_factor,
                                  ignore_name_scope, _ps_id(process_set))
 
@@ -159,13 +190,13 @@ def _allgather_ps(tensor, name, ignore_name_scope, process_set_id):
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
     """Concatenates `tensor` of every rank of the set along dimension 0 (the
     first dimension may differ between ranks; the others must match)."""
-    tensor = tf.convert_to_tensor(tensor)
+    tensor = _as_tensor(tensor)
     return _allgather_ps(tensor, name, ignore_name_scope, _ps_id(process_set))
 
 
 def grouped_allgather(tensors, name=None, ignore_name_scope=False, process_set=global_process_set):
     """allgather of each tensor of a list, negotiated as one group."""
-    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    tensors = [_as_tensor(t) for t in tensors]
     if not tensors:
         return []
     return _run("HorovodGroupedAllgather", MPI_LIB.horovod_grouped_allgather, _first(tensors), name,
@@ -179,7 +210,7 @@ def _broadcast_ps(tensor, root_rank, name, ignore_name_scope, process_set_id):
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set=global_process_set):
     """`tensor` of global rank root_rank, on every rank of the set (a new tensor)."""
-    tensor = tf.convert_to_tensor(tensor)
+    tensor = _as_tensor(tensor)
     return _broadcast_ps(tensor, root_rank, name, ignore_name_scope, _ps_id(process_set))
 
 
@@ -194,7 +225,7 @@ def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     out = []
     for i, v in enumerate(var_list):
         op_name = None if name is None else (name if single else f"{name}_{i}")
-        value = _broadcast_ps(tf.convert_to_tensor(v), root_rank, op_name, False, ps)
+        value = _broadcast_ps(_as_tensor(v), root_rank, op_name, False, ps)
         out.append(v.assign(value))
     return out[0] if single else out
 
@@ -210,7 +241,7 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False,
     concatenates what each rank sent here. splits None: equal parts (dim 0
     divisible by the set size). Returns (output, received_splits) when
     splits is given, else output."""
-    tensor = tf.convert_to_tensor(tensor)
+    tensor = _as_tensor(tensor)
     split_t = tf.zeros([0], tf.int32) if splits is None else tf.cast(splits, tf.int32)
     out, received = _alltoall_ps(tensor, split_t, name, ignore_name_scope, _ps_id(process_set))
     return out if splits is None else (out, received)
@@ -231,7 +262,7 @@ def _reducescatter(tensor, name=None, op=Sum, ignore_name_scope=False,
                    process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces `tensor` over the set and returns this rank's part of
     dimension 0 (set ranks below dim0 % size get one extra row)."""
-    tensor = tf.convert_to_tensor(tensor)
+    tensor = _as_tensor(tensor)
     return _reducescatter_ps(tensor, name, op, prescale_factor, postscale_factor,
                              ignore_name_scope, _ps_id(process_set))
 
@@ -251,7 +282,7 @@ def _grouped_reducescatter(tensors, name=None, op=Sum, ignore_name_scope=False,
                            process_set=global_process_set, prescale_factor=1.0,
                            postscale_factor=1.0):
     """reducescatter of each dense tensor of a list, fused as one group."""
-    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    tensors = [_as_tensor(t) for t in tensors]
     return _grouped_reducescatter_ps(tensors, name, op, prescale_factor, postscale_factor,
                                      ignore_name_scope, _ps_id(process_set))
 

@@ -251,3 +251,38 @@ def test_ops_matrix_under_mpirun():
     for check in CHECKS:  # the ranks' lines may interleave mid-line
         passes = re.findall(rf"PASS {check}(?![a-z0-9_])", r.stdout)
         assert len(passes) == 2, f"{check} did not pass on both ranks:\n" + r.stdout
+
+
+def _deadlock_job_ok(r, mode, np_):
+    assert r.returncode == 0, f"exit {r.returncode}\n--- stdout\n{r.stdout}\n--- stderr\n{r.stderr}"
+    for rank in range(np_):
+        assert f"[{rank}]<stdout>:TF-DEADLOCK-OK {mode} rank {rank}" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_eager_deadlock_fails_every_rank(np_):
+    # Eager kernels wait on the calling thread through the core's
+    # enqueue_wait, so a rank blocked in an eager op counts as waiting: a
+    # collective only some ranks submit (and opposite orders under
+    # asynchronous eager execution) fails on every rank with the core's
+    # "Deadlock detected" error, within the script's deadline; a rank that
+    # computes longer than the timeout is not a deadlock (tf_scripts/deadlock.py).
+    r = horovodrun_script(np_, SCRIPTS / "deadlock.py", "eager", timeout=HARD_TIMEOUT,
+                          TF_CPP_MIN_LOG_LEVEL=3, HOROVOD_DEADLOCK_TIMEOUT_SECONDS=2)
+    _deadlock_job_ok(r, "eager", np_)
+    waits = [float(w) for line in re.findall(r"DEADLOCK-WAITS rank \d+: ([\d. ]+)", r.stdout)
+             for w in line.split()]
+    assert len(waits) == 2 * np_, r.stdout
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_function_deadlock_is_ended_by_the_stall_inspector(np_):
+    # The limit: graph kernels (tf.function) stay asynchronous, so no rank is
+    # blocked in Horovod and the deadlock detection cannot fire, however short
+    # its timeout (1 s here); the stall inspector's shutdown fails the lone
+    # collective on every rank instead, also when one rank waits eagerly.
+    r = horovodrun_script(np_, SCRIPTS / "deadlock.py", "function", timeout=HARD_TIMEOUT,
+                          TF_CPP_MIN_LOG_LEVEL=3, HOROVOD_DEADLOCK_TIMEOUT_SECONDS=1,
+                          HOROVOD_STALL_CHECK_TIME_SECONDS=1, HOROVOD_STALL_SHUTDOWN_TIME_SECONDS=4)
+    _deadlock_job_ok(r, "function", np_)
+    assert "Deadlock detected" not in r.stdout + r.stderr, r.stdout + r.stderr
