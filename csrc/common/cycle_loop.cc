@@ -219,7 +219,7 @@ void CycleLoop::BackgroundLoop() {
 // more cycle for the rest, and its wait for peers takes CPU from the
 // enqueueing threads. So before a paced cycle the background thread waits
 // while this rank is inside a burst (latest op less than kEnqueueGap ago),
-// re-checking at doubling intervals, for at most one cycle time, and gives
+// until kEnqueueGap after the latest op, for at most one cycle time, and gives
 // the tick up if a framework thread starts driving meanwhile (see
 // AwaitEnqueueLull). Eager cycles (NOTE [Cycle pacing]) skip this wait, but
 // no eager cycle follows another while a burst lasts. Only when a cycle
@@ -232,20 +232,23 @@ bool CycleLoop::InEnqueueBurst() const {
 }
 
 bool CycleLoop::AwaitEnqueueLull(std::chrono::steady_clock::time_point cap) {
-  auto poll = kEnqueueGap;
-  while (InEnqueueBurst()) {
+  while (true) {
+    // The burst is over kEnqueueGap after its latest op: sleep until then,
+    // not a fixed poll, so a lone op (a chain of dependent graph ops, each
+    // enqueued when the previous completed) waits one gap, not up to three.
+    const auto lull = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(
+                          last_enqueue_ns_.load(std::memory_order_relaxed))) +
+                      kEnqueueGap;
     const auto now = std::chrono::steady_clock::now();
-    if (now >= cap) return true;
+    if (now >= lull || now >= cap) return true;
     {
       std::unique_lock<std::mutex> lock(wake_mu_);
-      if (wake_cv_.wait_until(lock, std::min(now + poll, cap),
+      if (wake_cv_.wait_until(lock, std::min(lull, cap),
                               [&] { return completion_pending_ || shutdown_requested_.load(); }))
         return true;
     }
     if (drivers_.load() > 0) return false;
-    poll *= 2;
   }
-  return true;
 }
 
 void CycleLoop::WakeForCompletion() {
