@@ -85,6 +85,15 @@ void CycleLoop::Wake() {
   wake_cv_.notify_one();
 }
 
+void CycleLoop::RequestCycle() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    wake_pending_ = true;
+    cycle_requested_ = true;
+  }
+  wake_cv_.notify_one();
+}
+
 void CycleLoop::NoteEnqueued(bool caller_waits) {
   last_enqueue_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
                          std::memory_order_relaxed);
@@ -147,7 +156,7 @@ void CycleLoop::BackgroundLoop() {
     // HOROVOD_CYCLE_TIME, or the value autotune chose (NOTE [Autotune sync]).
     const auto cycle = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double, std::milli>(host_->CycleTimeMs()));
-    bool completed = false, cycle_due = true;
+    bool completed = false, cycle_due = true, requested = false;
     {
       std::unique_lock<std::mutex> lock(wake_mu_);
       const auto sleep = cycle * (1 << std::min(idle_cycles, kMaxIdleDoublings));
@@ -161,6 +170,8 @@ void CycleLoop::BackgroundLoop() {
       completed = completion_pending_;
       cycle_due = eager || wake_pending_ || shutdown_requested_ ||
                   std::chrono::steady_clock::now() >= last + sleep;
+      requested = cycle_requested_;
+      cycle_requested_ = false;
       wake_pending_ = false;
       completion_pending_ = false;
     }
@@ -173,7 +184,7 @@ void CycleLoop::BackgroundLoop() {
     // A framework thread is running the cycles, or starts to while this
     // rank's ops are still being enqueued (NOTE [Enqueue bursts]).
     if (!shutdown_requested_ &&
-        (drivers_.load() > 0 || (!eager && !AwaitEnqueueLull(last + cycle)))) {
+        (drivers_.load() > 0 || (!eager && !requested && !AwaitEnqueueLull(last + cycle)))) {
       eager = false;
       continue;
     }
@@ -222,7 +233,13 @@ void CycleLoop::BackgroundLoop() {
 // until kEnqueueGap after the latest op, for at most one cycle time, and gives
 // the tick up if a framework thread starts driving meanwhile (see
 // AwaitEnqueueLull). Eager cycles (NOTE [Cycle pacing]) skip this wait, but
-// no eager cycle follows another while a burst lasts. Only when a cycle
+// no eager cycle follows another while a burst lasts. So do cycles asked for
+// by RequestCycle (ops enqueued through the core C API, e.g. TensorFlow's
+// graph kernels, which nobody Waits on and no framework thread drives): a
+// chain of dependent graph ops enqueues one op per completion, and a sleep
+// of one gap (on Linux at least the 50 us timer slack again) per op was
+// most of its latency (a tf.function chain of 4 KiB allreduces at np 2:
+// 18 us per op before the wait existed, 150 us with it). Only when a cycle
 // starts moves; results are unchanged; shutdown is never delayed.
 // Measurements: docs/design/negotiation.md.
 bool CycleLoop::InEnqueueBurst() const {

@@ -98,6 +98,10 @@ class CycleLoop {
   std::shared_ptr<WorkDriver> work_driver() const { return work_driver_; }
   // Starts the background thread's next cycle now instead of at its timer.
   void Wake();
+  // Wakes it for a cycle right away, without the enqueue-burst wait (NOTE
+  // [Enqueue bursts]): for ops nobody will Wait on (core C API callers, whose
+  // completion arrives by callback), which no framework thread drives.
+  void RequestCycle();
   // After an op was enqueued (NOTE [Enqueue bursts]); wakes the background
   // thread only when it is backed off or inline cycles are off, and not when
   // `caller_waits`: the enqueuing thread Waits on the op at once and drives
@@ -145,6 +149,7 @@ class CycleLoop {
   std::mutex wake_mu_;  // guards the fields below
   std::condition_variable wake_cv_;
   bool wake_pending_ = false;
+  bool cycle_requested_ = false;  // RequestCycle() since the last cycle
   bool completion_pending_ = false;  // set by WakeForCompletion
   // Framework threads in AwaitDeviceCompletion; they, not the background
   // thread, are told about device completions while there are any.

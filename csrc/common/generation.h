@@ -93,7 +93,7 @@ class Generation : public std::enable_shared_from_this<Generation>, private Cycl
   Status EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work);
   std::shared_ptr<Work> EnqueueJoin(int device);
   Status EnqueueBarrier(int process_set_id, std::shared_ptr<Work>* work);
-  void RequestProgress() { cycles_.Wake(); }
+  void RequestProgress() { cycles_.RequestCycle(); }
   Status AddProcessSet(std::vector<int> ranks, int* id);
   Status RemoveProcessSet(int id, bool* removed);
   std::vector<int> ProcessSetIds();

@@ -75,7 +75,8 @@ class Runtime {
   Status EnqueueBarrier(int process_set_id, std::shared_ptr<Work>* work);
   // For callers that will not Wait on their Works (they take completion
   // callbacks, e.g. TensorFlow's async kernels): starts the background
-  // thread's next cycle now instead of at its timer (NOTE [Inline cycles]).
+  // thread's next cycle now instead of at its timer, without the
+  // enqueue-burst wait (NOTE [Inline cycles], [Enqueue bursts]).
   void RequestProgress();
 
   // Collective over all ranks; blocks. *id receives the new set's id.
