@@ -169,32 +169,76 @@ int32_t EnqueueWait(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n) {
   return HVDA_CORE_OK;
 }
 
-int32_t EnqueueJoin(hvda_core_runtime* rt, int32_t device, hvda_core_done_fn done, void* user) {
-  try {
-    if (done == nullptr) return Fail(StatusCode::kInvalidArgument, "join without a done callback");
-    Runtime* r = AsRuntime(rt);
-    if (!r->initialized())
-      return Fail(StatusCode::kInvalidArgument, "Horovod has not been initialized; call hvd.init() first.");
-    Attach(r->EnqueueJoin(device), done, user);
-    r->RequestProgress();
-    return HVDA_CORE_OK;
-  } catch (const std::exception& e) {
-    return Fail(StatusCode::kUnknown, std::string("join failed: ") + e.what());
-  }
+// join's and barrier's Work; the runtime then has it (nothing called back yet).
+int32_t JoinWork(hvda_core_runtime* rt, int32_t device, hvda_core_done_fn done,
+                 std::shared_ptr<Work>* w) {
+  if (done == nullptr) return Fail(StatusCode::kInvalidArgument, "join without a done callback");
+  Runtime* r = AsRuntime(rt);
+  if (!r->initialized())
+    return Fail(StatusCode::kInvalidArgument, "Horovod has not been initialized; call hvd.init() first.");
+  *w = r->EnqueueJoin(device);
+  return HVDA_CORE_OK;
 }
 
-int32_t EnqueueBarrier(hvda_core_runtime* rt, int32_t ps, hvda_core_done_fn done, void* user) {
-  try {
-    if (done == nullptr) return Fail(StatusCode::kInvalidArgument, "barrier without a done callback");
-    std::shared_ptr<Work> w;
-    Status st = AsRuntime(rt)->EnqueueBarrier(ps, &w);
-    if (!st.ok()) return Fail(st);
+int32_t BarrierWork(hvda_core_runtime* rt, int32_t ps, hvda_core_done_fn done,
+                    std::shared_ptr<Work>* w) {
+  if (done == nullptr) return Fail(StatusCode::kInvalidArgument, "barrier without a done callback");
+  Status st = AsRuntime(rt)->EnqueueBarrier(ps, w);
+  return st.ok() ? HVDA_CORE_OK : Fail(st);
+}
+
+// Delivers w to done from a core thread (wait false: nobody Waits, so the
+// background thread is asked for a cycle) or on this thread once w completed
+// (wait true: this thread drives the cycles, as enqueue_wait).
+int32_t Finish(hvda_core_runtime* rt, const std::shared_ptr<Work>& w, bool wait,
+               hvda_core_done_fn done, void* user) {
+  if (!wait) {
     Attach(w, done, user);
     AsRuntime(rt)->RequestProgress();
     return HVDA_CORE_OK;
+  }
+  w->Wait(-1.0);
+  Deliver(w.get(), w->status(), done, user);
+  return HVDA_CORE_OK;
+}
+
+int32_t EnqueueJoinAs(hvda_core_runtime* rt, int32_t device, hvda_core_done_fn done, void* user,
+                      bool wait) {
+  std::shared_ptr<Work> w;
+  try {
+    int32_t rc = JoinWork(rt, device, done, &w);
+    if (rc != HVDA_CORE_OK) return rc;
+  } catch (const std::exception& e) {
+    return Fail(StatusCode::kUnknown, std::string("join failed: ") + e.what());
+  }
+  return Finish(rt, w, wait, done, user);
+}
+
+int32_t EnqueueBarrierAs(hvda_core_runtime* rt, int32_t ps, hvda_core_done_fn done, void* user,
+                         bool wait) {
+  std::shared_ptr<Work> w;
+  try {
+    int32_t rc = BarrierWork(rt, ps, done, &w);
+    if (rc != HVDA_CORE_OK) return rc;
   } catch (const std::exception& e) {
     return Fail(StatusCode::kUnknown, std::string("barrier failed: ") + e.what());
   }
+  return Finish(rt, w, wait, done, user);
+}
+
+int32_t EnqueueJoin(hvda_core_runtime* rt, int32_t device, hvda_core_done_fn done, void* user) {
+  return EnqueueJoinAs(rt, device, done, user, false);
+}
+int32_t EnqueueJoinWait(hvda_core_runtime* rt, int32_t device, hvda_core_done_fn done,
+                        void* user) {
+  return EnqueueJoinAs(rt, device, done, user, true);
+}
+int32_t EnqueueBarrier(hvda_core_runtime* rt, int32_t ps, hvda_core_done_fn done, void* user) {
+  return EnqueueBarrierAs(rt, ps, done, user, false);
+}
+int32_t EnqueueBarrierWait(hvda_core_runtime* rt, int32_t ps, hvda_core_done_fn done,
+                           void* user) {
+  return EnqueueBarrierAs(rt, ps, done, user, true);
 }
 
 int32_t Topology(hvda_core_runtime* rt, int32_t field, int32_t* out) {
@@ -257,7 +301,7 @@ int32_t SetSize(hvda_core_runtime* rt, int32_t id, int32_t* size) {
 const hvda_core_api_v1 kApi = {
     sizeof(hvda_core_api_v1), HVDA_CORE_API_MAJOR, HVDA_CORE_API_MINOR, &LastError, &Enqueue,
     &EnqueueJoin,             &EnqueueBarrier,     &Topology,           &SetIncluded, &SetRank,
-    &SetSize,                 &EnqueueWait,
+    &SetSize,                 &EnqueueWait,        &EnqueueJoinWait,    &EnqueueBarrierWait,
 };
 
 }  // namespace

@@ -114,15 +114,24 @@ void AsyncOp::Submit(std::vector<hvda_core_op> ops) {
                                                      static_cast<int32_t>(ops.size())));
 }
 
+// join and barrier: the same rule (waiting forms from core C API 1.2).
 void AsyncOp::SubmitJoin() {
   if (!Start(1)) return;
-  Enqueued(CoreApi()->enqueue_join(CoreRuntime(), -1, &AsyncOp::OnCoreDone, &slots_[0]));
+  const hvda_core_api_v1* api = CoreApi();
+  const bool wait = blocking_ && HVDA_CORE_HAS_FIELD(api, hvda_core_api_v1, enqueue_join_wait) &&
+                    api->enqueue_join_wait != nullptr;
+  Enqueued((wait ? api->enqueue_join_wait : api->enqueue_join)(CoreRuntime(), -1,
+                                                               &AsyncOp::OnCoreDone, &slots_[0]));
 }
 
 void AsyncOp::SubmitBarrier(int32_t process_set_id) {
   if (!Start(1)) return;
-  Enqueued(CoreApi()->enqueue_barrier(CoreRuntime(), process_set_id, &AsyncOp::OnCoreDone,
-                                      &slots_[0]));
+  const hvda_core_api_v1* api = CoreApi();
+  const bool wait = blocking_ &&
+                    HVDA_CORE_HAS_FIELD(api, hvda_core_api_v1, enqueue_barrier_wait) &&
+                    api->enqueue_barrier_wait != nullptr;
+  Enqueued((wait ? api->enqueue_barrier_wait : api->enqueue_barrier)(
+      CoreRuntime(), process_set_id, &AsyncOp::OnCoreDone, &slots_[0]));
 }
 
 void AsyncOp::OnCoreDone(void* user, const hvda_core_result* result) {

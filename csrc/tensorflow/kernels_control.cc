@@ -30,12 +30,13 @@ class JoinOp : public AsyncOp {
   void OnResult(int, const hvda_core_result& r) override { SetScalar(ctx(), r.join_result); }
 };
 
-void Join(void*, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done) {
-  (new JoinOp(ctx, done))->SubmitJoin();
+void Join(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done) {
+  (new JoinOp(ctx, done, static_cast<KernelConfig*>(kernel)->blocking))->SubmitJoin();
 }
 
 void Barrier(void* kernel, TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done) {
-  (new AsyncOp(ctx, done))->SubmitBarrier(static_cast<KernelConfig*>(kernel)->process_set_id);
+  const auto& k = *static_cast<KernelConfig*>(kernel);
+  (new AsyncOp(ctx, done, k.blocking))->SubmitBarrier(k.process_set_id);
 }
 
 // One query: fails the op with the core's message when it fails.

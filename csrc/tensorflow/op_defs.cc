@@ -3,7 +3,7 @@
 // every collective takes a last `tensor_name` input (a scalar string; "" =
 // use the node name, as upstream does in graph mode), so eager calls with
 // different names reuse one cached kernel; grouped ops take a type list, so
-// a group may mix dtypes; every collective has a `blocking` attr (default
+// a group may mix dtypes; every collective, join and barrier have a `blocking` attr (default
 // false; the Python wrappers set it in eager mode: the kernel then waits for
 // its ops on the calling thread, NOTE [Blocking kernels in eager mode] in
 // async_op.cc; one eager kernel-cache entry per value).
@@ -140,8 +140,8 @@ void RegisterOpDefs(TF_Status* status) {
       {"HorovodAlltoall", {"tensor: T", "splits: int32", name_in},
        {"output: T", "received_splits: int32"}, {T(kAllTypes), scope, ps, blocking},
        &AlltoallShapes},
-      {"HorovodJoin", {}, {"output: int32"}, {}, &ScalarShape, true},
-      {"HorovodBarrier", {}, {}, {ps}, &NoOutputs, true},
+      {"HorovodJoin", {}, {"output: int32"}, {blocking}, &ScalarShape, true},
+      {"HorovodBarrier", {}, {}, {ps, blocking}, &NoOutputs, true},
       {"HorovodSize", {}, {"size: int32"}, {ps}, &ScalarShape, true},
       {"HorovodLocalSize", {}, {"local_size: int32"}, {}, &ScalarShape, true},
       {"HorovodRank", {}, {"rank: int32"}, {}, &ScalarShape, true},

@@ -296,7 +296,7 @@ def join():
     has joined; meanwhile other ranks' allreduces see zeros from it. Returns
     the global rank that joined last (a scalar int32 tensor, as upstream; in
     graph mode the op that does it)."""
-    out = MPI_LIB.horovod_join()
+    out = MPI_LIB.horovod_join(blocking=_executing_eagerly())  # _run's rule for blocking
     if _executing_eagerly():
         # Ranks that joined early skipped the others' unnamed ops.
         _HANDLES.realign()
@@ -306,7 +306,8 @@ def join():
 def barrier(process_set=global_process_set):
     """Blocks until every rank of the set reaches the barrier (eager); in
     graph mode returns the op that does it."""
-    return MPI_LIB.horovod_barrier(process_set_id=_ps_id(process_set))
+    return MPI_LIB.horovod_barrier(process_set_id=_ps_id(process_set),
+                                   blocking=_executing_eagerly())
 
 
 def size_op(process_set_id=0, name=None):

@@ -264,7 +264,8 @@ def test_eager_deadlock_fails_every_rank(np_):
     # Eager kernels wait on the calling thread through the core's
     # enqueue_wait, so a rank blocked in an eager op counts as waiting: a
     # collective only some ranks submit (and opposite orders under
-    # asynchronous eager execution) fails on every rank with the core's
+    # asynchronous eager execution, and an eager barrier against an eager
+    # allreduce) fails on every rank with the core's
     # "Deadlock detected" error, within the script's deadline; a rank that
     # computes longer than the timeout is not a deadlock (tf_scripts/deadlock.py).
     r = horovodrun_script(np_, SCRIPTS / "deadlock.py", "eager", timeout=HARD_TIMEOUT,
@@ -272,7 +273,7 @@ def test_eager_deadlock_fails_every_rank(np_):
     _deadlock_job_ok(r, "eager", np_)
     waits = [float(w) for line in re.findall(r"DEADLOCK-WAITS rank \d+: ([\d. ]+)", r.stdout)
              for w in line.split()]
-    assert len(waits) == 2 * np_, r.stdout
+    assert len(waits) == 3 * np_, r.stdout
 
 
 @pytest.mark.parametrize("np_", [2, 3])

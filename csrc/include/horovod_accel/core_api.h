@@ -206,6 +206,15 @@ typedef struct hvda_core_api_v1 {
    * `done`), else the enqueue failure (no `done` called). Never call it from
    * a `done` callback or from a core thread. */
   int32_t (*enqueue_wait)(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n);
+
+  /* ---- 1.2 ---- */
+  /* enqueue_join / enqueue_barrier, then wait like enqueue_wait: `done` is
+   * called on the calling thread before they return, and the thread counts as
+   * waiting for the deadlock detection meanwhile. */
+  int32_t (*enqueue_join_wait)(hvda_core_runtime* rt, int32_t device, hvda_core_done_fn done,
+                               void* done_user);
+  int32_t (*enqueue_barrier_wait)(hvda_core_runtime* rt, int32_t process_set_id,
+                                  hvda_core_done_fn done, void* done_user);
 } hvda_core_api_v1;
 
 #ifdef __cplusplus

@@ -15,7 +15,10 @@ stall settings below (function).
                allreduces in one order, the others in the opposite order; TF's
                eager executor runs one op at a time on its own thread, which
                waits in the kernel: the deadlock error again, on every rank.
-            3. a rank that computes (not waiting in Horovod) for 3x the
+            3. rank 0 in an eager barrier() while the others wait in an eager
+               allreduce: the barrier waits on its thread too, so the
+               deadlock error on every rank (join likewise counts).
+            4. a rank that computes (not waiting in Horovod) for 3x the
                timeout while the others wait in an eager allreduce: no error,
                exact result.
   function  inside a tf.function the kernels stay asynchronous (graph mode
@@ -144,7 +147,17 @@ if MODE == "eager":
     tf.experimental.async_clear_error()
     tf.config.experimental.set_synchronous_execution(True)
     realign("async_eager", AFTER_DEADLOCK)
-    # 3. A slow rank is not a deadlock.
+    # 3. Rank 0 in an eager barrier, the others in an eager allreduce: the
+    # barrier waits on its thread too (core C API 1.2 enqueue_barrier_wait).
+    def barrier_vs_allreduce():
+        if R == 0:
+            hvd.barrier()
+        else:
+            hvd.allreduce(tf.ones([4]), op=hvd.Sum, name="not_a_barrier").numpy()
+    waits.append(expect_error(barrier_vs_allreduce, (tf.errors.FailedPreconditionError,),
+                              DEADLOCK, what="eager barrier against an eager allreduce"))
+    realign("barrier", AFTER_DEADLOCK)
+    # 4. A slow rank is not a deadlock.
     timeout = float(os.environ.get("HOROVOD_DEADLOCK_TIMEOUT_SECONDS", "5"))
     t0 = time.monotonic()
     if R == 0:
