@@ -21,12 +21,11 @@ could no longer add any; users load plugins before their first Horovod op).
 """
 import ctypes
 import logging
-import os
 import threading
 
 import tensorflow as tf
 
-from horovod_accel.common import plugins
+from horovod_accel.common import plugins, settings
 from horovod_accel.common.log import get_logger
 
 # Device types TensorFlow itself provides (not PluggableDevices).
@@ -54,7 +53,7 @@ def register(path):
         return {}
     log = get_logger(__name__)
     # Said once per job, by rank 0 (every rank decides the same).
-    info = logging.INFO if os.environ.get("HOROVOD_RANK", "0") == "0" else logging.DEBUG
+    info = logging.INFO if settings.read("HOROVOD_RANK") == 0 else logging.DEBUG
     lib = ctypes.CDLL(path)
     outcome = {}
     if not lib.hvda_tf_device_kernels_available():
