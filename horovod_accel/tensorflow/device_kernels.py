@@ -76,7 +76,7 @@ def register(path):
             continue
         message = ctypes.create_string_buffer(1024)
         if lib.hvda_tf_register_device_kernels(t.encode(), message, len(message)) != 0:
-            raise ImportError(f"horovod_accel: {message.value.decode(errors='replace')}")
+            raise RuntimeError(f"horovod_accel: {message.value.decode(errors='replace')}")
         outcome[t] = "registered"
         log.debug("TensorFlow device %s: Horovod kernels run on it through the %s plugin",
                   t, served[t.lower()])
