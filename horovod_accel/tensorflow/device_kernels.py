@@ -96,5 +96,11 @@ class DeviceKernels:
         if self.outcome is not None:
             return
         with self._lock:
-            if self.outcome is None:
+            if self.outcome is not None:
+                return
+            try:
                 self.outcome = register(self._path)
+            except Exception as e:
+                # Once: a second attempt could register some kernels twice.
+                self.outcome = {"error": str(e)}
+                raise
