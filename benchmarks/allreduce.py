@@ -484,6 +484,17 @@ def warn_if_busy(meta):
               "numbers will be noise", file=sys.stderr)
 
 
+def end_meta(meta):
+    """Records the load and build processes at the end of the run into meta."""
+    end_meta(meta)
+
+
+def warn_if_busy_after(meta):
+    if meta["busy_after"] and not meta["busy_before"]:
+        print("WARNING: build processes started during the run "
+              f"({', '.join(meta['busy_after'][:5])})", file=sys.stderr)
+
+
 def run_round(peers, label, run_one, verbose):
     """One round of a driver: run_one(peer) -> (result, reason, tail) for
     each peer in order, with progress lines. Returns (results: {peer:
@@ -573,9 +584,7 @@ def main(argv=None):
     for p in PEER_ORDER:
         if p in errors and errors[p] != "not selected":
             print(f"{PEER_LABEL[p]}: n/a ({errors[p]})")
-    if meta["busy_after"] and not meta["busy_before"]:
-        print(f"WARNING: build processes started during the run ({', '.join(meta['busy_after'][:5])})",
-              file=sys.stderr)
+    warn_if_busy_after(meta)
 
     if a.json:
         with open(a.json, "w") as f:

@@ -33,9 +33,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # Process handling and formatting shared with the allreduce benchmark.
-from allreduce import (KIB, MIB, _layout, busy_processes, fmt, human_size, job_env,  # noqa: E402
-                       parse_size, probe_text, reason_line, run_logged, run_meta, run_processes,
-                       run_round, spread, warn_if_busy)
+from allreduce import (KIB, MIB, _layout, end_meta, fmt, human_size,  # noqa: E402
+                       job_env, parse_size, probe_text, reason_line, run_logged, run_meta,
+                       run_processes, run_round, spread, warn_if_busy, warn_if_busy_after)
 
 REPO_ROOT = os.path.dirname(HERE)
 WORKER = os.path.join(HERE, "jax_peers", "jax_worker.py")
@@ -405,8 +405,7 @@ def main(argv=None):
             failed_jobs += [(rnd + 1, peer, reason) for peer, reason in failures.items()]
             rounds.append(results)
             meta["cross_cpu_gbps"].append(probes)
-    meta["busy_after"] = busy_processes()
-    meta["loadavg_after"] = os.getloadavg()[0]
+    end_meta(meta)
 
     print()
     print("Per iteration: the max over ranks of each rank's time (jitted call + "
@@ -426,9 +425,7 @@ def main(argv=None):
     for p in PEERS:
         if p in errors:
             print(f"{LABEL[p]}: n/a ({errors[p]})")
-    if meta["busy_after"] and not meta["busy_before"]:
-        print("WARNING: build processes started during the run "
-              f"({', '.join(meta['busy_after'][:5])})", file=sys.stderr)
+    warn_if_busy_after(meta)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"meta": meta, "config": cfg, "rounds": rounds, "errors": errors,

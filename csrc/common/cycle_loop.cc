@@ -94,7 +94,7 @@ void CycleLoop::RequestCycle() {
   wake_cv_.notify_one();
 }
 
-void CycleLoop::NoteEnqueued(bool caller_waits) {
+void CycleLoop::NoteEnqueued(OpWaiter waiter) {
   last_enqueue_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
                          std::memory_order_relaxed);
   // NOTE [Inline cycles]: new ops need no wake-up while the background thread
@@ -104,10 +104,14 @@ void CycleLoop::NoteEnqueued(bool caller_waits) {
   // off every enqueue wakes it (the eager behaviour). A caller that waits at
   // once (an XLA custom call, one op per jitted call) drives the op itself,
   // so waking the backed-off thread would only cost a futex wake-up and a
-  // context switch per op (measured: docs/design/jax.md, "Performance").
-  if (!options_.inline_cycles) {
+  // context switch per op (measured: docs/design/jax.md, "Performance"). Ops
+  // nobody waits on are only ever run by the background thread: it starts a
+  // cycle for them at once (NOTE [Enqueue bursts]).
+  if (waiter == OpWaiter::kNobody) {
+    RequestCycle();
+  } else if (!options_.inline_cycles) {
     Wake();
-  } else if (!caller_waits && backed_off_.load(std::memory_order_acquire)) {
+  } else if (waiter == OpWaiter::kFramework && backed_off_.load(std::memory_order_acquire)) {
     Wake();
   }
 }
@@ -234,12 +238,11 @@ void CycleLoop::BackgroundLoop() {
 // the tick up if a framework thread starts driving meanwhile (see
 // AwaitEnqueueLull). Eager cycles (NOTE [Cycle pacing]) skip this wait, but
 // no eager cycle follows another while a burst lasts. So do cycles asked for
-// by RequestCycle (ops enqueued through the core C API, e.g. TensorFlow's
-// graph kernels, which nobody Waits on and no framework thread drives): a
-// chain of dependent graph ops enqueues one op per completion, and a sleep
-// of one gap (on Linux at least the 50 us timer slack again) per op was
-// most of its latency (a tf.function chain of 4 KiB allreduces at np 2:
-// 18 us per op before the wait existed, 150 us with it). Only when a cycle
+// by RequestCycle (ops nobody Waits on: the core C API's enqueue, e.g.
+// TensorFlow's graph kernels): a chain of dependent graph ops enqueues one
+// op per completion, and a sleep of one gap (stretched by the kernel's
+// timer slack) per op was most of its latency (measured:
+// docs/design/negotiation.md, "Enqueue bursts"). Only when a cycle
 // starts moves; results are unchanged; shutdown is never delayed.
 // Measurements: docs/design/negotiation.md.
 bool CycleLoop::InEnqueueBurst() const {

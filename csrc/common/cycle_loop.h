@@ -71,6 +71,13 @@ struct CycleLoopOptions {
   int affinity_core = -1;  // the core the background thread is pinned to; -1: none
 };
 
+// Who will wait for an enqueued op (CycleLoop::NoteEnqueued).
+enum class OpWaiter {
+  kFramework,  // a framework thread may Wait on it later (the Python adapters)
+  kCaller,     // the enqueuing thread Waits at once (core C API enqueue_wait)
+  kNobody,     // completion by callback only (core C API enqueue)
+};
+
 class CycleLoop {
  public:
   // host: borrowed; must outlive this loop.
@@ -99,14 +106,15 @@ class CycleLoop {
   // Starts the background thread's next cycle now instead of at its timer.
   void Wake();
   // Wakes it for a cycle right away, without the enqueue-burst wait (NOTE
-  // [Enqueue bursts]): for ops nobody will Wait on (core C API callers, whose
-  // completion arrives by callback), which no framework thread drives.
+  // [Enqueue bursts]): for work nobody will Wait on (core C API callers,
+  // whose completion arrives by callback), which no framework thread drives.
   void RequestCycle();
-  // After an op was enqueued (NOTE [Enqueue bursts]); wakes the background
-  // thread only when it is backed off or inline cycles are off, and not when
-  // `caller_waits`: the enqueuing thread Waits on the op at once and drives
-  // its cycles itself (inline cycles on).
-  void NoteEnqueued(bool caller_waits = false);
+  // After an op was enqueued (NOTE [Enqueue bursts]), by who will wait for
+  // it: kFramework wakes the background thread only when it is backed off
+  // or inline cycles are off; kCaller not at all (with inline cycles on, the
+  // enqueuing thread drives the op's cycles itself); kNobody asks for a
+  // cycle at once (RequestCycle).
+  void NoteEnqueued(OpWaiter waiter);
   // From a device-runtime thread: in-flight device work may have finished.
   void WakeForCompletion();
   // After the host polled its device executors: wakes the framework threads

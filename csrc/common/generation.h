@@ -89,7 +89,7 @@ class Generation : public std::enable_shared_from_this<Generation>, private Cycl
 
   // See Runtime for these.
   Status Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works,
-                 bool caller_waits = false);
+                 OpWaiter waiter = OpWaiter::kFramework);
   Status EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work);
   std::shared_ptr<Work> EnqueueJoin(int device);
   Status EnqueueBarrier(int process_set_id, std::shared_ptr<Work>* work);
@@ -131,7 +131,7 @@ class Generation : public std::enable_shared_from_this<Generation>, private Cycl
   // Moves a's name and shape into e->request when it succeeds.
   Status BuildEntry(EnqueueArgs& a, ProcessSetState* ps, TensorEntry* e);
   Status EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n,
-                        bool caller_waits = false);
+                        OpWaiter waiter = OpWaiter::kFramework);
   // CycleHost (generation_cycles.cc): what one cycle does; see cycle_loop.h.
   bool RunCycle(bool* waiting, bool* progressed, bool* all_idle) override;
   bool CycleWanted(bool* device_busy) override;

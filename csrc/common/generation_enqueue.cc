@@ -52,11 +52,11 @@ Status Generation::RecordReady(const EnqueueArgs& a, TensorEntry* e) {
 }
 
 Status Generation::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works,
-                           bool caller_waits) {
+                           OpWaiter waiter) {
   works->clear();
   if (ops.empty()) return Status::OK();
   std::vector<TensorEntry> entries(ops.size());
-  HVDA_RETURN_IF_ERROR(EnqueueEntries(ops.data(), entries.data(), ops.size(), caller_waits));
+  HVDA_RETURN_IF_ERROR(EnqueueEntries(ops.data(), entries.data(), ops.size(), waiter));
   for (auto& w : entries) works->push_back(std::move(w.work));
   return Status::OK();
 }
@@ -74,7 +74,7 @@ Status Generation::EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work) {
 // generation is ending (NOTE [A deadlock ends the generation] in
 // coordinator.h), every op gets a Work already failed with that error.
 Status Generation::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t n,
-                                  bool caller_waits) {
+                                  OpWaiter waiter) {
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
     if (!EndStatusLocked().ok()) {
@@ -99,7 +99,7 @@ Status Generation::EnqueueEntries(EnqueueArgs* ops, TensorEntry* entries, size_t
     HVDA_RETURN_IF_ERROR(ps->queue.Add(entries, n));
   }
   activity_->NoteActivity();
-  cycles_.NoteEnqueued(caller_waits);
+  cycles_.NoteEnqueued(waiter);
   return Status::OK();
 }
 

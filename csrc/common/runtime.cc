@@ -73,11 +73,11 @@ bool Runtime::IsHomogeneous() const {
 }
 
 Status Runtime::Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works,
-                        bool caller_waits) {
+                        OpWaiter waiter) {
   works->clear();
   std::shared_ptr<Generation> g;
   HVDA_RETURN_IF_ERROR(Initialized(&g));
-  return g->Enqueue(std::move(ops), works, caller_waits);
+  return g->Enqueue(std::move(ops), works, waiter);
 }
 
 Status Runtime::EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work) {

@@ -64,11 +64,10 @@ class Runtime {
 
   // Validates and enqueues ops atomically (a group when several); never
   // blocks on communication. InvalidArgument describes what is wrong.
-  // caller_waits: the caller Waits on the Works at once (the core C API's
-  // enqueue_wait), so it drives their cycles itself and the background
-  // thread need not be woken for them (NOTE [Inline cycles]).
+  // waiter: who will wait for the ops, which decides how the background
+  // thread hears of them (CycleLoop::NoteEnqueued, NOTE [Inline cycles]).
   Status Enqueue(std::vector<EnqueueArgs> ops, std::vector<std::shared_ptr<Work>>* works,
-                 bool caller_waits = false);
+                 OpWaiter waiter = OpWaiter::kFramework);
   // Enqueue of a single op, without the vectors (the per-op path).
   Status EnqueueOne(EnqueueArgs op, std::shared_ptr<Work>* work);
   std::shared_ptr<Work> EnqueueJoin(int device);

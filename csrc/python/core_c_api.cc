@@ -124,7 +124,7 @@ Status ToArgs(const hvda_core_op& op, EnqueueArgs* a) {
 
 // Validates and enqueues ops; *works receives one Work per op.
 int32_t EnqueueWorks(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n,
-                     std::vector<std::shared_ptr<Work>>* works, bool caller_waits) {
+                     std::vector<std::shared_ptr<Work>>* works, OpWaiter waiter) {
   if (rt == nullptr || ops == nullptr || n < 1)
     return Fail(StatusCode::kInvalidArgument, "enqueue: no runtime or no ops");
   std::vector<EnqueueArgs> args(n);
@@ -136,17 +136,17 @@ int32_t EnqueueWorks(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n,
                   "grouped op '" + args[i].name + "': every tensor of a group must use the same "
                   "process set");
   }
-  Status st = AsRuntime(rt)->Enqueue(std::move(args), works, caller_waits);
+  Status st = AsRuntime(rt)->Enqueue(std::move(args), works, waiter);
   return st.ok() ? HVDA_CORE_OK : Fail(st);
 }
 
 int32_t Enqueue(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n) {
   try {
     std::vector<std::shared_ptr<Work>> works;
-    int32_t rc = EnqueueWorks(rt, ops, n, &works, /*caller_waits=*/false);
+    // Nobody Waits on these Works: the enqueue asks for a cycle at once.
+    int32_t rc = EnqueueWorks(rt, ops, n, &works, OpWaiter::kNobody);
     if (rc != HVDA_CORE_OK) return rc;
     for (int32_t i = 0; i < n; ++i) Attach(works[i], ops[i].done, ops[i].done_user);
-    AsRuntime(rt)->RequestProgress();  // nobody Waits on these Works
     return HVDA_CORE_OK;
   } catch (const std::exception& e) {
     return Fail(StatusCode::kUnknown, std::string("enqueue failed: ") + e.what());
@@ -156,7 +156,7 @@ int32_t Enqueue(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n) {
 int32_t EnqueueWait(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n) {
   std::vector<std::shared_ptr<Work>> works;
   try {
-    int32_t rc = EnqueueWorks(rt, ops, n, &works, /*caller_waits=*/true);
+    int32_t rc = EnqueueWorks(rt, ops, n, &works, OpWaiter::kCaller);
     if (rc != HVDA_CORE_OK) return rc;
   } catch (const std::exception& e) {
     return Fail(StatusCode::kUnknown, std::string("enqueue failed: ") + e.what());
@@ -169,33 +169,27 @@ int32_t EnqueueWait(hvda_core_runtime* rt, const hvda_core_op* ops, int32_t n) {
   return HVDA_CORE_OK;
 }
 
-// join's and barrier's Work; the runtime then has it (nothing called back yet).
-int32_t JoinWork(hvda_core_runtime* rt, int32_t device, hvda_core_done_fn done,
-                 std::shared_ptr<Work>* w) {
-  if (done == nullptr) return Fail(StatusCode::kInvalidArgument, "join without a done callback");
-  Runtime* r = AsRuntime(rt);
-  if (!r->initialized())
-    return Fail(StatusCode::kInvalidArgument, "Horovod has not been initialized; call hvd.init() first.");
-  *w = r->EnqueueJoin(device);
-  return HVDA_CORE_OK;
-}
-
-int32_t BarrierWork(hvda_core_runtime* rt, int32_t ps, hvda_core_done_fn done,
-                    std::shared_ptr<Work>* w) {
-  if (done == nullptr) return Fail(StatusCode::kInvalidArgument, "barrier without a done callback");
-  Status st = AsRuntime(rt)->EnqueueBarrier(ps, w);
-  return st.ok() ? HVDA_CORE_OK : Fail(st);
-}
-
-// Delivers w to done from a core thread (wait false: nobody Waits, so the
-// background thread is asked for a cycle) or on this thread once w completed
-// (wait true: this thread drives the cycles, as enqueue_wait).
-int32_t Finish(hvda_core_runtime* rt, const std::shared_ptr<Work>& w, bool wait,
-               hvda_core_done_fn done, void* user) {
-  if (!wait) {
-    Attach(w, done, user);
-    AsRuntime(rt)->RequestProgress();
-    return HVDA_CORE_OK;
+// join and barrier: `make` creates the op's Work (OK or a failed call's
+// code, with the message set). Then, when !wait, done is called from a core
+// thread (nobody Waits, so the background thread is asked for a cycle); when
+// wait, this thread drives the cycles and calls done once the Work completed,
+// as enqueue_wait does.
+template <typename Make>
+int32_t EnqueueControl(hvda_core_runtime* rt, const char* what, hvda_core_done_fn done,
+                       void* user, bool wait, Make make) {
+  std::shared_ptr<Work> w;
+  try {
+    if (done == nullptr)
+      return Fail(StatusCode::kInvalidArgument, std::string(what) + " without a done callback");
+    int32_t rc = make(AsRuntime(rt), &w);
+    if (rc != HVDA_CORE_OK) return rc;
+    if (!wait) {
+      Attach(w, done, user);
+      AsRuntime(rt)->RequestProgress();
+      return HVDA_CORE_OK;
+    }
+  } catch (const std::exception& e) {
+    return Fail(StatusCode::kUnknown, std::string(what) + " failed: " + e.what());
   }
   w->Wait(-1.0);
   Deliver(w.get(), w->status(), done, user);
@@ -204,26 +198,21 @@ int32_t Finish(hvda_core_runtime* rt, const std::shared_ptr<Work>& w, bool wait,
 
 int32_t EnqueueJoinAs(hvda_core_runtime* rt, int32_t device, hvda_core_done_fn done, void* user,
                       bool wait) {
-  std::shared_ptr<Work> w;
-  try {
-    int32_t rc = JoinWork(rt, device, done, &w);
-    if (rc != HVDA_CORE_OK) return rc;
-  } catch (const std::exception& e) {
-    return Fail(StatusCode::kUnknown, std::string("join failed: ") + e.what());
-  }
-  return Finish(rt, w, wait, done, user);
+  return EnqueueControl(rt, "join", done, user, wait, [device](Runtime* r, std::shared_ptr<Work>* w) {
+    if (!r->initialized())
+      return Fail(StatusCode::kInvalidArgument,
+                  "Horovod has not been initialized; call hvd.init() first.");
+    *w = r->EnqueueJoin(device);
+    return static_cast<int32_t>(HVDA_CORE_OK);
+  });
 }
 
 int32_t EnqueueBarrierAs(hvda_core_runtime* rt, int32_t ps, hvda_core_done_fn done, void* user,
                          bool wait) {
-  std::shared_ptr<Work> w;
-  try {
-    int32_t rc = BarrierWork(rt, ps, done, &w);
-    if (rc != HVDA_CORE_OK) return rc;
-  } catch (const std::exception& e) {
-    return Fail(StatusCode::kUnknown, std::string("barrier failed: ") + e.what());
-  }
-  return Finish(rt, w, wait, done, user);
+  return EnqueueControl(rt, "barrier", done, user, wait, [ps](Runtime* r, std::shared_ptr<Work>* w) {
+    Status st = r->EnqueueBarrier(ps, w);
+    return st.ok() ? static_cast<int32_t>(HVDA_CORE_OK) : Fail(st);
+  });
 }
 
 int32_t EnqueueJoin(hvda_core_runtime* rt, int32_t device, hvda_core_done_fn done, void* user) {

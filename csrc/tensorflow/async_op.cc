@@ -78,6 +78,14 @@ void AsyncOp::Enqueued(int32_t rc) {
   if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
 }
 
+// The core table's entry for this execution: the waiting form when it blocks
+// and the table has that entry, else the asynchronous one.
+#define HVDA_TF_FORM(api, async_fn, wait_fn)                                         \
+  ((blocking_ && HVDA_CORE_HAS_FIELD(api, hvda_core_api_v1, wait_fn) &&            \
+    (api)->wait_fn != nullptr)                                                      \
+       ? (api)->wait_fn                                                             \
+       : (api)->async_fn)
+
 // NOTE [Blocking kernels in eager mode]
 // In eager mode TensorFlow runs a kernel's compute function on the thread
 // that executes the op and blocks that thread until the kernel calls done
@@ -103,34 +111,27 @@ void AsyncOp::Submit(std::vector<hvda_core_op> ops) {
     ops[i].done = &AsyncOp::OnCoreDone;
     ops[i].done_user = &slots_[i];
   }
-  const hvda_core_api_v1* api = CoreApi();
-  const bool wait = blocking_ && HVDA_CORE_HAS_FIELD(api, hvda_core_api_v1, enqueue_wait) &&
-                    api->enqueue_wait != nullptr;
   // Both return after the ops were refused (no done), or once enqueued
   // (asynchronous: their dones come later on the core's thread) or done
   // (blocking: every OnCoreDone already ran on this thread, so Enqueued()
   // drops the last count and finishes the op here).
-  Enqueued((wait ? api->enqueue_wait : api->enqueue)(CoreRuntime(), ops.data(),
-                                                     static_cast<int32_t>(ops.size())));
+  const hvda_core_api_v1* api = CoreApi();
+  Enqueued(HVDA_TF_FORM(api, enqueue, enqueue_wait)(CoreRuntime(), ops.data(),
+                                                   static_cast<int32_t>(ops.size())));
 }
 
-// join and barrier: the same rule (waiting forms from core C API 1.2).
+// join and barrier: the same rule (their waiting forms: core C API 1.2).
 void AsyncOp::SubmitJoin() {
   if (!Start(1)) return;
   const hvda_core_api_v1* api = CoreApi();
-  const bool wait = blocking_ && HVDA_CORE_HAS_FIELD(api, hvda_core_api_v1, enqueue_join_wait) &&
-                    api->enqueue_join_wait != nullptr;
-  Enqueued((wait ? api->enqueue_join_wait : api->enqueue_join)(CoreRuntime(), -1,
-                                                               &AsyncOp::OnCoreDone, &slots_[0]));
+  Enqueued(HVDA_TF_FORM(api, enqueue_join, enqueue_join_wait)(CoreRuntime(), -1,
+                                                              &AsyncOp::OnCoreDone, &slots_[0]));
 }
 
 void AsyncOp::SubmitBarrier(int32_t process_set_id) {
   if (!Start(1)) return;
   const hvda_core_api_v1* api = CoreApi();
-  const bool wait = blocking_ &&
-                    HVDA_CORE_HAS_FIELD(api, hvda_core_api_v1, enqueue_barrier_wait) &&
-                    api->enqueue_barrier_wait != nullptr;
-  Enqueued((wait ? api->enqueue_barrier_wait : api->enqueue_barrier)(
+  Enqueued(HVDA_TF_FORM(api, enqueue_barrier, enqueue_barrier_wait)(
       CoreRuntime(), process_set_id, &AsyncOp::OnCoreDone, &slots_[0]));
 }
 

@@ -38,8 +38,8 @@ class AsyncOp {
  public:
   // blocking: this execution may block its calling thread until its ops
   // are done (the kernel's `blocking` attr, KernelConfig::blocking: eager
-  // mode, whose calling thread waits for TF's done anyway). Join and barrier
-  // stay asynchronous: core C API 1.1 has no waiting form for them.
+  // mode, whose calling thread waits for TF's done anyway); join and barrier
+  // too.
   AsyncOp(TF_OpKernelContext* ctx, TF_AsyncOpKernelDoneCallback* done, bool blocking = false);
   virtual ~AsyncOp();
   AsyncOp(const AsyncOp&) = delete;

@@ -31,13 +31,19 @@ def tf_plugin():
     return emulated_build.tf_device_library()
 
 
-def run_job(np_, mode, plugin, timeout=HARD_TIMEOUT, **env):
+def run_script(np_, script, mode, plugin, **env):
+    """tf_device_scripts/<script> <mode> at np_ ranks under scripts/emulated_gcu.sh (the
+    GCU device plugin over the emulated stack), within HARD_TIMEOUT."""
     cmd = ["bash", str(REPO / "scripts" / "emulated_gcu.sh"), sys.executable, "-m",
            "horovod_accel.runner.launch", "-np", str(np_), sys.executable,
-           str(SCRIPTS / "device_ops.py"), mode]
-    return run(cmd, timeout, HVDA_TEST_TF_PLUGIN=str(plugin),
+           str(SCRIPTS / script), mode]
+    return run(cmd, HARD_TIMEOUT, HVDA_TEST_TF_PLUGIN=str(plugin),
                HVDA_TEST_EMU_CORE=str(emulated_build.LIB_DIR / "libhvda_emu_core.so"),
                TF_CPP_MIN_LOG_LEVEL=3, **env)
+
+
+def run_job(np_, mode, plugin, **env):
+    return run_script(np_, "device_ops.py", mode, plugin, **env)
 
 
 def assert_all_checks_passed(r, np_):
@@ -74,10 +80,7 @@ def test_training_with_variables_and_gradients_on_the_device(tf_plugin, mode, np
     """tf_device_scripts/training.py: DistributedGradientTape (eager), and the
     TF1 DistributedOptimizer + BroadcastGlobalVariablesHook pattern; the
     loss falls and the weights agree on every rank."""
-    cmd = ["bash", str(REPO / "scripts" / "emulated_gcu.sh"), sys.executable, "-m",
-           "horovod_accel.runner.launch", "-np", str(np_), sys.executable,
-           str(SCRIPTS / "training.py"), mode]
-    r = run(cmd, HARD_TIMEOUT, HVDA_TEST_TF_PLUGIN=str(tf_plugin), TF_CPP_MIN_LOG_LEVEL=3)
+    r = run_script(np_, "training.py", mode, tf_plugin)
     out = r.stdout + r.stderr
     assert r.returncode == 0, f"exit {r.returncode}\n{out[-8000:]}"
     for rank in range(np_):

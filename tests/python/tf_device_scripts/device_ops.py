@@ -36,7 +36,7 @@ if MODE == "graph":
 import horovod.tensorflow as hvd  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "job_lib"))
-from check_harness import check, close, equal, main, raises  # noqa: E402
+from check_harness import check, close, equal, keep_only, main, raises  # noqa: E402
 
 tf.get_logger().setLevel("ERROR")
 DEV = "/device:GCU:0"
@@ -245,6 +245,5 @@ def mismatch_is_the_named_error():
 if __name__ == "__main__":
     only = os.environ.get("HVDA_TEST_ONLY_CHECK")  # one check alone (the slow-stream test)
     if only:
-        from check_harness import _CHECKS, unregister  # noqa: E402
-        unregister(*[fn for fn in list(_CHECKS) if fn.__name__ != only])
+        keep_only(only)
     sys.exit(main(hvd))
