@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -55,14 +56,15 @@ class FakeHost : public CycleHost {
   double cycle_ms = 1;
 };
 
-std::shared_ptr<Work> Enqueue(FakeHost* host, CycleLoop* loop) {
+std::shared_ptr<Work> Enqueue(FakeHost* host, CycleLoop* loop,
+                              OpWaiter waiter = OpWaiter::kFramework) {
   auto w = std::make_shared<Work>();
   w->SetDriver(loop->work_driver());
   {
     std::lock_guard<std::mutex> lock(host->mu);
     host->pending = w;
   }
-  loop->NoteEnqueued();
+  loop->NoteEnqueued(waiter);
   return w;
 }
 
@@ -95,6 +97,31 @@ TEST(CycleLoop, WithoutInlineCyclesTheBackgroundThreadRunsThem) {
   ASSERT_TRUE(loop.Start(options).ok());
   std::shared_ptr<Work> w = Enqueue(&host, &loop);  // wakes the background thread
   ASSERT_TRUE(w->Wait(10));
+  {
+    std::lock_guard<std::mutex> lock(host.mu);
+    ASSERT_EQ(host.threads.size(), 1u);
+    EXPECT_NE(*host.threads.begin(), std::this_thread::get_id());
+  }
+  loop.Stop();
+  EXPECT_TRUE(host.saw_shutdown);
+}
+
+// An op nobody Waits on (the core C API's enqueue) gets a background cycle at
+// once, although the timer never fires and no thread drives.
+TEST(CycleLoop, AnOpNobodyWaitsOnGetsABackgroundCycleAtOnce) {
+  FakeHost host;
+  host.cycle_ms = 60000;
+  CycleLoop loop(&host);
+  host.loop = &loop;
+  CycleLoopOptions options;
+  options.inline_cycles = true;
+  ASSERT_TRUE(loop.Start(options).ok());
+  std::shared_ptr<Work> w = Enqueue(&host, &loop, OpWaiter::kNobody);
+  // Polled, not Waited on: a Wait would drive the cycle from this thread.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!w->IsCompleted() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(w->IsCompleted());
   {
     std::lock_guard<std::mutex> lock(host.mu);
     ASSERT_EQ(host.threads.size(), 1u);
